@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! An srdma device: its attributes, its port, and how the port follows the network device.
+
+use crate::params::*;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    net,
+    prelude::*,
+    rdma::{
+        self,
+        attr::{
+            core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, Mtu, PhysState,
+            PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
+        },
+        Device, PortEvent,
+    },
+};
+
+/// The only port of an srdma device.
+pub(crate) const PORT: u32 = 1;
+
+/// The per-device state of srdma.
+pub(crate) struct SrdmaDevice {
+    /// The node GUID, EUI-64 from the network device's MAC address, in wire order.
+    guid: [u8; 8],
+    /// Whether the port was last reported active, so each transition is reported once.
+    port_active: AtomicBool,
+}
+
+impl SrdmaDevice {
+    pub(crate) fn new(guid: [u8; 8], port_active: bool) -> Self {
+        Self {
+            guid,
+            port_active: AtomicBool::new(port_active),
+        }
+    }
+}
+
+/// Returns the modified EUI-64 that IPv6 (and so RoCE) derives from a MAC address.
+pub(crate) fn eui64_from_mac(mac: [u8; 6]) -> [u8; 8] {
+    [mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+}
+
+/// Whether traffic can flow through `ndev`: administratively up with a carrier.
+pub(crate) fn link_usable(ndev: &net::device::Device) -> bool {
+    ndev.is_running() && ndev.carrier_ok()
+}
+
+/// Re-reads the state of the network device of `dev` and reports a port event if the port
+/// became active or stopped being active.
+pub(crate) fn update_port_state(dev: &Device<SrdmaDevice>) {
+    let active = dev.netdev(PORT).is_some_and(|ndev| link_usable(&ndev));
+    if dev.port_active.swap(active, Ordering::Relaxed) != active {
+        let event = if active {
+            PortEvent::Active
+        } else {
+            PortEvent::Err
+        };
+        dev.dispatch_port_event(PORT, event);
+    }
+}
+
+#[vtable]
+impl rdma::Driver for SrdmaDevice {
+    const DRIVER_ID: rdma::DriverId = rdma::DriverId::SRDMA;
+
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
+        Ok(DeviceAttr {
+            sys_image_guid: u64::from_ne_bytes(dev.guid),
+            max_mr_size: MAX_MR_SIZE,
+            page_size_cap: PAGE_SIZE_CAP,
+            vendor_id: VENDOR_ID,
+            vendor_part_id: VENDOR_PART_ID,
+            max_qp: MAX_QP,
+            max_qp_wr: MAX_QP_WR,
+            device_cap_flags: device_caps::PORT_ACTIVE_EVENT
+                | device_caps::SYS_IMAGE_GUID
+                | device_caps::RC_RNR_NAK_GEN
+                | device_caps::SRQ_RESIZE
+                | device_caps::CURR_QP_STATE_MOD,
+            kernel_cap_flags: kernel_caps::ALLOW_USER_UNREG,
+            max_send_sge: MAX_SGE,
+            max_recv_sge: MAX_SGE,
+            max_sge_rd: MAX_SGE,
+            max_cq: MAX_CQ,
+            max_cqe: MAX_CQE,
+            max_mr: MAX_MR,
+            max_pd: MAX_PD,
+            max_qp_rd_atom: MAX_RD_ATOM,
+            max_qp_init_rd_atom: MAX_RD_ATOM,
+            max_res_rd_atom: MAX_RD_ATOM.saturating_mul(MAX_QP),
+            atomic_cap: AtomicCap::Hca,
+            max_ah: MAX_AH,
+            max_srq: MAX_SRQ,
+            max_srq_wr: MAX_SRQ_WR,
+            max_srq_sge: MAX_SGE,
+            max_pkeys: 1,
+            local_ca_ack_delay: 15,
+            ..DeviceAttr::default()
+        })
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr> {
+        if port != PORT {
+            return Err(EINVAL);
+        }
+        let ndev = dev.netdev(PORT);
+        let (state, phys_state) = match &ndev {
+            Some(ndev) if link_usable(ndev) => (PortState::Active, PhysState::LinkUp),
+            Some(ndev) if ndev.is_running() => (PortState::Down, PhysState::Polling),
+            _ => (PortState::Down, PhysState::Disabled),
+        };
+        let phys_mtu = ndev.as_ref().map_or(0, |n| n.mtu());
+        let active_mtu = Mtu::for_roce(phys_mtu).unwrap_or(Mtu::Mtu256);
+        // The speed comes from ethtool; a device without link settings reports the slowest.
+        let (active_speed, active_width) = dev.eth_speed(PORT).unwrap_or((1, 1));
+        Ok(PortAttr {
+            state,
+            phys_state,
+            max_mtu: Mtu::Mtu4096,
+            active_mtu,
+            phys_mtu,
+            gid_tbl_len: GID_TBL_LEN,
+            ip_gids: true,
+            port_cap_flags: port_caps::CM_SUP,
+            max_msg_sz: MAX_MSG_SZ,
+            pkey_tbl_len: 1,
+            active_width,
+            active_speed,
+            max_vl_num: 1,
+        })
+    }
+
+    fn port_immutable(_dev: &Device<Self>, port: u32) -> Result<PortImmutable> {
+        if port != PORT {
+            return Err(EINVAL);
+        }
+        Ok(PortImmutable {
+            pkey_tbl_len: 1,
+            gid_tbl_len: GID_TBL_LEN,
+            core_cap_flags: core_caps::ROCE_UDP_ENCAP,
+            max_mad_size: MGMT_MAD_SIZE,
+        })
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        if port != PORT || index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(DEFAULT_PKEY)
+    }
+}

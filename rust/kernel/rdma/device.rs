@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices: allocation, registration with ib_core, and the references a driver holds.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
+
+use super::driver::{Adapter, Driver};
+use crate::{
+    bindings,
+    error::to_result,
+    net,
+    prelude::*,
+    str::CStr,
+    types::{ARef, Opaque},
+    ThisModule,
+};
+use core::{
+    any::TypeId,
+    marker::PhantomData,
+    mem::ManuallyDrop,
+    ops::Deref,
+    ptr::{addr_of_mut, NonNull},
+};
+
+/// The part of [`Device`] whose layout does not depend on the driver's data.
+#[repr(C)]
+struct Header {
+    ibdev: Opaque<bindings::ib_device>,
+    /// The driver type that allocated the device; checked before a looked-up `ib_device` is
+    /// turned into a `Device<T>`.
+    type_id: TypeId,
+}
+
+/// An RDMA device of driver `T`: ib_core's `struct ib_device` followed by the driver's data.
+///
+/// ib_core allocates the memory (`_ib_alloc_device`) and frees it when the last reference to the
+/// device is gone; the driver's data is dropped from the `dealloc_driver` callback, which ib_core
+/// makes once, when the device is unregistered (or when an unregistered device is freed).
+///
+/// # Invariants
+///
+/// - The memory was allocated by [`Device::new`] for this `T`: `header.ibdev` is an initialised
+///   `ib_device` at offset 0 whose ops were built by `Adapter<T>`, `header.type_id` is
+///   `TypeId::of::<T>()`, and `data` is initialised.
+/// - A `&Device<T>` is only handed out while the device's memory and data are alive: by an owner
+///   ([`Unregistered`]), a registration reference ([`DeviceRef`]), or inside an ib_core callback.
+#[repr(C)]
+pub struct Device<T: Driver> {
+    header: Header,
+    data: T,
+}
+
+// SAFETY: ib_core calls device operations from any thread; `T` is `Send + Sync` (required by
+// `Driver`) and the `ib_device` part is only touched through ib_core's own synchronisation.
+unsafe impl<T: Driver> Send for Device<T> {}
+// SAFETY: See `Send`; `&Device<T>` only gives shared access to `T` and to ib_core functions that
+// are safe to call concurrently.
+unsafe impl<T: Driver> Sync for Device<T> {}
+
+/// Port events a driver reports to ib_core and its clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortEvent {
+    /// The port became active (`IB_EVENT_PORT_ACTIVE`).
+    Active,
+    /// The port left the active state (`IB_EVENT_PORT_ERR`).
+    Err,
+}
+
+impl<T: Driver> Device<T> {
+    /// Allocates a device and initialises the driver's data in place.
+    ///
+    /// The device is not visible to anyone until [`Unregistered::register`]; dropping the
+    /// returned value frees it.
+    pub fn new(
+        module: &'static ThisModule,
+        data: impl PinInit<T, Error>,
+    ) -> Result<Unregistered<T>> {
+        build_assert!(core::mem::align_of::<Self>() <= bindings::ARCH_SLAB_MINALIGN);
+        // SAFETY: The size covers `Self`, whose first field is the `ib_device` (`repr(C)`), as
+        // `_ib_alloc_device` requires.
+        let ibdev = unsafe { bindings::_ib_alloc_device(core::mem::size_of::<Self>()) };
+        if ibdev.is_null() {
+            return Err(ENOMEM);
+        }
+        let this = ibdev.cast::<Self>();
+        // SAFETY: `this` points to zeroed memory large and aligned enough for `Self`; the header
+        // field is written before anything reads it.
+        unsafe { addr_of_mut!((*this).header.type_id).write(TypeId::of::<T>()) };
+        // SAFETY: `data` is uninitialised memory inside the allocation, and it is pinned: the
+        // allocation never moves until ib_core frees it.
+        if let Err(e) = unsafe { data.__pinned_init(addr_of_mut!((*this).data)) } {
+            // SAFETY: No ops are installed yet, so `ib_dealloc_device` frees the memory without
+            // calling `dealloc_driver` on the uninitialised data.
+            unsafe { bindings::ib_dealloc_device(ibdev) };
+            return Err(e);
+        }
+        let mut ops = Adapter::<T>::OPS;
+        ops.owner = module.as_ptr();
+        // SAFETY: `ibdev` is a valid, unregistered device; `ib_set_device_ops` copies the table.
+        unsafe {
+            bindings::ib_set_device_ops(ibdev, &ops);
+            (*ibdev).node_type = bindings::RDMA_NODE_IB_CA as u8;
+            (*ibdev).phys_port_cnt = 1;
+            (*ibdev).num_comp_vectors = 1;
+        }
+        // INVARIANT: The header and the data are initialised and the ops are `Adapter<T>`'s.
+        Ok(Unregistered {
+            // SAFETY: `ibdev` is not null (checked above).
+            ptr: unsafe { NonNull::new_unchecked(this) },
+        })
+    }
+
+    /// Returns a device from the `ib_device` pointer that ib_core passes to an operation.
+    ///
+    /// # Safety
+    ///
+    /// `ibdev` must belong to a `Device<T>` allocated by [`Device::new`] that stays alive for
+    /// `'a`. This holds for the device argument of every `Adapter<T>` operation.
+    pub(crate) unsafe fn from_raw<'a>(ibdev: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: The caller guarantees that `ibdev` is the first field of a live `Device<T>`.
+        unsafe { &*ibdev.cast::<Self>() }
+    }
+
+    /// Drops the driver's data in place.
+    ///
+    /// # Safety
+    ///
+    /// `this` must be a `Device<T>` with initialised data that nothing uses any more; the data
+    /// must not be dropped again.
+    pub(crate) unsafe fn drop_data(this: *mut Self) {
+        // SAFETY: The caller guarantees that the data is initialised and unused.
+        unsafe { core::ptr::drop_in_place(addr_of_mut!((*this).data)) };
+    }
+
+    /// Returns the raw `struct ib_device` pointer.
+    pub fn as_raw(&self) -> *mut bindings::ib_device {
+        self.header.ibdev.get()
+    }
+
+    /// Returns the device name, such as `srdma0`.
+    pub fn name(&self) -> &CStr {
+        // SAFETY: `name` is a NUL-terminated array inside the valid `ib_device`.
+        unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    }
+
+    /// Returns the network device bound to `port`, if any.
+    pub fn netdev(&self, port: u32) -> Option<ARef<net::device::Device>> {
+        // SAFETY: The device is valid; `ib_device_get_netdev` returns a held reference or null.
+        let ndev = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
+        // SAFETY: A non-null result carries a `dev_hold` reference that the `ARef` now owns.
+        NonNull::new(ndev).map(|p| unsafe { ARef::from_raw(p.cast()) })
+    }
+
+    /// Returns the link speed and width (`IB_SPEED_*`, `IB_WIDTH_*`) derived from the Ethernet
+    /// link speed of the network device bound to `port`.
+    ///
+    /// Takes the RTNL lock; must not be called with it held.
+    pub fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let mut speed = 0u16;
+        let mut width = 0u8;
+        // SAFETY: The device is valid and the out-pointers point to live locals.
+        to_result(unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) })?;
+        Ok((speed, width))
+    }
+
+    /// Reports a port event to ib_core, which updates its caches and tells its clients
+    /// (including userspace through `ibv_get_async_event`).
+    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {
+        // SAFETY: `ib_event` holds pointers, a union and an enum, for which zero is valid.
+        let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+        ev.device = self.as_raw();
+        ev.element.port_num = port;
+        ev.event = match event {
+            PortEvent::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
+            PortEvent::Err => bindings::ib_event_type_IB_EVENT_PORT_ERR,
+        };
+        // SAFETY: The device is valid and `ev` is a fully initialised event.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+    }
+
+    /// Returns the registered device of driver `T` bound to `ndev`, with a registration
+    /// reference.
+    pub fn get_by_netdev(ndev: &net::device::Device) -> Option<DeviceRef<T>> {
+        // SAFETY: `ndev` is valid; the result is a registration reference or null.
+        let ibdev =
+            unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID.as_raw()) };
+        let ibdev = NonNull::new(ibdev)?;
+        // SAFETY: Devices with `T::DRIVER_ID` were allocated by `Device::new` for a driver with
+        // that ID, so the header is in place; the `TypeId` tells whether it was for `T`.
+        let ours = unsafe { (*ibdev.as_ptr().cast::<Header>()).type_id } == TypeId::of::<T>();
+        if !ours {
+            // SAFETY: Drops the reference taken by `ib_device_get_by_netdev`.
+            unsafe { bindings::ib_device_put(ibdev.as_ptr()) };
+            return None;
+        }
+        // INVARIANT: We own the registration reference of a `Device<T>`.
+        Some(DeviceRef {
+            ptr: ibdev.cast(),
+            _p: PhantomData,
+        })
+    }
+}
+
+impl<T: Driver> Deref for Device<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.data
+    }
+}
+
+/// A device that is allocated but not yet registered; the driver owns it and may configure it.
+///
+/// # Invariants
+///
+/// `ptr` is a valid [`Device<T>`] that is not registered and that only this value owns.
+pub struct Unregistered<T: Driver> {
+    ptr: NonNull<Device<T>>,
+}
+
+impl<T: Driver> Unregistered<T> {
+    fn raw(&mut self) -> *mut bindings::ib_device {
+        self.ptr.as_ptr().cast()
+    }
+
+    /// Sets the node GUID, given in wire (big-endian) byte order.
+    pub fn set_node_guid(&mut self, guid: [u8; 8]) {
+        // SAFETY: We own the unregistered device (type invariant), so nothing reads concurrently.
+        unsafe { (*self.raw()).node_guid = u64::from_ne_bytes(guid) };
+    }
+
+    /// Sets the node description shown by `ibv_devinfo` and in sysfs (`node_desc`); longer
+    /// descriptions are truncated.
+    pub fn set_node_desc(&mut self, desc: &CStr) {
+        // SAFETY: We own the unregistered device (type invariant).
+        let dst = unsafe { &mut (*self.raw()).node_desc };
+        let src = desc.as_bytes();
+        let n = src.len().min(dst.len() - 1);
+        dst.fill(0);
+        for (d, s) in dst.iter_mut().zip(&src[..n]) {
+            *d = *s as crate::ffi::c_char;
+        }
+    }
+
+    /// Sets the number of physical ports (default 1).
+    pub fn set_phys_port_cnt(&mut self, ports: u32) {
+        // SAFETY: We own the unregistered device (type invariant).
+        unsafe { (*self.raw()).phys_port_cnt = ports };
+    }
+
+    /// Sets the number of completion vectors (default 1).
+    pub fn set_num_comp_vectors(&mut self, vectors: u32) {
+        let vectors = i32::try_from(vectors).unwrap_or(i32::MAX);
+        // SAFETY: We own the unregistered device (type invariant).
+        unsafe { (*self.raw()).num_comp_vectors = vectors };
+    }
+
+    /// Binds `ndev` to `port`: ib_core then derives the port's RoCE GIDs from the addresses
+    /// of `ndev` and keeps a reference to it until the device is unregistered.
+    pub fn set_netdev(&mut self, ndev: &net::device::Device, port: u32) -> Result {
+        // SAFETY: We own the unregistered device and `ndev` is valid.
+        to_result(unsafe { bindings::ib_device_set_netdev(self.raw(), ndev.as_raw(), port) })
+    }
+
+    /// Registers the device with ib_core under `name` (a `%d` in it is replaced by a free
+    /// number).
+    ///
+    /// On success ib_core owns the device: it stays registered until it is unregistered by
+    /// `rdma link delete`, [`DeviceRef::unregister_queued`] or [`DriverGuard`], and the driver
+    /// reaches it again only through lookups such as [`Device::get_by_netdev`]. On failure the
+    /// device is freed.
+    pub fn register(self, name: &CStr) -> Result {
+        let this = ManuallyDrop::new(self);
+        let ibdev = this.ptr.as_ptr().cast::<bindings::ib_device>();
+        // SAFETY: The device is valid and unregistered; a null DMA device selects virtual DMA,
+        // as software devices need.
+        let ret = unsafe { bindings::ib_register_device(ibdev, name.as_char_ptr(), core::ptr::null_mut()) };
+        if ret != 0 {
+            // SAFETY: After a failed registration the caller must free the device; this also
+            // calls `dealloc_driver`, which drops the driver's data.
+            unsafe { bindings::ib_dealloc_device(ibdev) };
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+}
+
+impl<T: Driver> Deref for Unregistered<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: `ptr` is valid while we own it (type invariant).
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Driver> Drop for Unregistered<T> {
+    fn drop(&mut self) {
+        // SAFETY: We own the unregistered device; `ib_dealloc_device` calls `dealloc_driver`,
+        // which drops the data, and frees the memory.
+        unsafe { bindings::ib_dealloc_device(self.raw()) };
+    }
+}
+
+/// A registration reference to a registered [`Device<T>`] (`ib_device_try_get`).
+///
+/// While it exists the device stays registered, or unregistration waits for it.
+///
+/// # Invariants
+///
+/// `ptr` is a `Device<T>` for which this value owns one registration reference.
+pub struct DeviceRef<T: Driver> {
+    ptr: NonNull<Device<T>>,
+    _p: PhantomData<Device<T>>,
+}
+
+// SAFETY: The reference may be dropped on any thread (`ib_device_put` is thread-safe) and
+// `Device<T>` is `Sync`.
+unsafe impl<T: Driver> Send for DeviceRef<T> {}
+// SAFETY: `&DeviceRef<T>` only gives `&Device<T>`, which is `Sync`.
+unsafe impl<T: Driver> Sync for DeviceRef<T> {}
+
+impl<T: Driver> DeviceRef<T> {
+    /// Queues the unregistration of the device on ib_core's workqueue.
+    ///
+    /// For contexts that must not wait for unregistration, such as netdevice notifiers (which
+    /// hold the RTNL lock that unregistration may need).
+    pub fn unregister_queued(&self) {
+        // SAFETY: We hold a registration reference, as `ib_unregister_device_queued` requires,
+        // and the device has a `dealloc_driver` op (installed by `Adapter<T>`).
+        unsafe { bindings::ib_unregister_device_queued(self.as_raw()) };
+    }
+}
+
+impl<T: Driver> Deref for DeviceRef<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: The registration reference keeps the device and its data alive.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Driver> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: We own one registration reference (type invariant).
+        unsafe { bindings::ib_device_put(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// Unregisters every device of driver `T` when dropped; a driver module keeps one so that no
+/// device (and no queued unregistration) outlives the module's code.
+pub struct DriverGuard<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> DriverGuard<T> {
+    /// Creates the guard.
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T: Driver> Default for DriverGuard<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Driver> Drop for DriverGuard<T> {
+    fn drop(&mut self) {
+        // SAFETY: Unregistering all devices with our driver ID is always allowed; ib_core
+        // waits for each unregistration, including queued ones, to finish.
+        unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.as_raw()) };
+    }
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Prepare the kernel tree (unpack once, overlay the checkout, apply the in-tree hooks, configure)
+# and build it incrementally.  Usage: build.sh [make targets...]
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cache=${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}
+src=$cache/linux-source-6.12
+build=${SRDMA_BUILD:-$cache/build}
+tarball=/usr/src/linux-source-6.12.tar.xz
+tools=${SRDMA_TOOLS:-$cache/tools}
+patches=$top/tools/kernel/patches
+fragment=$top/tools/kernel/srdma.config
+
+mkdir -p "$cache" "$build"
+
+# 1. Unpack Debian's source once.
+if [ ! -f "$src/.srdma-unpacked" ]; then
+	echo "kernel: unpacking $tarball into $cache"
+	rm -rf "$src"
+	tar -C "$cache" -xf "$tarball"
+	touch "$src/.srdma-unpacked"
+fi
+
+# 2. The in-tree hooks: keep a copy of what is applied so a changed series is reverted first.
+applied=$src/.srdma-patches
+if ! diff -rq "$patches" "$applied" >/dev/null 2>&1; then
+	if [ -d "$applied" ]; then
+		for p in $(ls -r "$applied"/*.patch); do
+			patch -s -d "$src" -p1 -R < "$p"
+		done
+		rm -rf "$applied"
+	fi
+	for p in "$patches"/*.patch; do
+		echo "kernel: applying $(basename "$p")"
+		patch -s -d "$src" -p1 --no-backup-if-mismatch < "$p"
+	done
+	cp -r "$patches" "$applied"
+fi
+
+# 3. Overlay our tree; -a keeps mtimes so unchanged files are not rebuilt.
+rsync -a --checksum "$top/rust/" "$src/rust/"
+rsync -a --checksum "$top/drivers/" "$src/drivers/"
+rsync -a --checksum "$top/include/" "$src/include/"
+
+kmake=(make -C "$src" O="$build" LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+	BINDGEN="$tools/bin/bindgen" CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt
+	-j"$(nproc)")
+
+# 4. Configure when the fragment changed: tinyconfig + fragment + olddefconfig.
+if ! cmp -s "$fragment" "$build/.srdma-fragment"; then
+	echo "kernel: configuring (tinyconfig + $(basename "$fragment"))"
+	"${kmake[@]}" -s tinyconfig >/dev/null
+	(cd "$build" && KCONFIG_CONFIG=.config "$src/scripts/kconfig/merge_config.sh" -m -O "$build" .config "$fragment" >/dev/null)
+	"${kmake[@]}" -s olddefconfig >/dev/null
+	missing=0
+	while IFS= read -r line; do
+		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+		grep -qx "$line" "$build/.config" || { echo "kernel: config did not take: $line" >&2; missing=1; }
+	done < "$fragment"
+	[ "$missing" -eq 0 ] || exit 1
+	cp "$fragment" "$build/.srdma-fragment"
+fi
+
+if [ $# -eq 0 ]; then
+	set -- all
+fi
+exec "${kmake[@]}" "$@"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Boot the kernel built by tools/kernel/build.sh in QEMU (virtme-ng, host root filesystem) and
+# run one command in it, or an interactive shell when no command is given.
+#   run.sh [--rwdir DIR]... [--timeout SECONDS] [--] [COMMAND...]
+# Exits with the command's status. The guest's kernel log is saved to $SRDMA_VM_LOG
+# (default: <build>/vm-dmesg.log) when the command ends.
+set -euo pipefail
+
+cache=${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}
+build=${SRDMA_BUILD:-$cache/build}
+tools=${SRDMA_TOOLS:-$cache/tools}
+vng=$tools/venv/bin/vng
+export PATH="$tools/venv/bin:$PATH"
+dmesg_log=${SRDMA_VM_LOG:-$build/vm-dmesg.log}
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+memory=${SRDMA_VM_MEMORY:-2G}
+timeout=0
+
+rwdirs=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rwdir) rwdirs+=(--rwdir "$2"); shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+
+[ -f "$build/arch/x86/boot/bzImage" ] || { echo "vm: no kernel in $build; run 'make kernel'" >&2; exit 2; }
+
+# KVM only where it really works: a usable /dev/kvm is not enough on hosts whose nested
+# virtualisation cannot run a stock kernel, so it is opt-in (SRDMA_KVM=1).
+accel=(--disable-kvm)
+if [ "${SRDMA_KVM:-0}" = 1 ] && [ -w /dev/kvm ]; then
+	accel=()
+fi
+
+logdir=$(dirname "$dmesg_log")
+mkdir -p "$logdir"
+rm -f "$dmesg_log"
+args=(--run "$build" "${accel[@]}" --cpus 2 --memory "$memory" --rwdir "$logdir" "${rwdirs[@]}")
+# The guest mounts fresh tmpfs on /tmp and friends: share the checkout explicitly so that a
+# checkout anywhere (even under /tmp) is visible at the same path.
+args+=(--rodir "$top")
+
+if [ $# -eq 0 ]; then
+	exec "$vng" "${args[@]}"
+fi
+
+# The guest command runs under a wrapper that saves the kernel log when it ends. It goes
+# through a script file: virtme-ng passes --exec on the kernel command line, which is short.
+script=$logdir/vm-cmd.sh
+printf '#!/bin/bash\nexec %q %q %s\n' "$here/guest.sh" "$dmesg_log" "$(printf '%q ' "$@")" > "$script"
+cmd="/bin/bash $script"
+if [ "$timeout" -gt 0 ]; then
+	exec timeout --foreground -k 30 "$timeout" "$vng" "${args[@]}" --exec "$cmd"
+fi
+exec "$vng" "${args[@]}" --exec "$cmd"
