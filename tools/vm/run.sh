@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot the kernel built by tools/kernel/build.sh in QEMU (virtme-ng, host root filesystem) and
 # run one command in it, or an interactive shell when no command is given.
-#   run.sh [--rwdir DIR]... [--timeout SECONDS] [--] [COMMAND...]
+#   run.sh [--rwdir DIR]... [--append KERNEL_ARG]... [--timeout SECONDS] [--] [COMMAND...]
 # Exits with the command's status. The guest's kernel log is saved to $SRDMA_VM_LOG
 # (default: <build>/vm-dmesg.log) when the command ends.
 set -euo pipefail
@@ -17,10 +17,11 @@ top=$(cd "$here/../.." && pwd)
 memory=${SRDMA_VM_MEMORY:-2G}
 timeout=0
 
-rwdirs=()
+rwdirs=()  # and other options passed through to vng
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rwdir) rwdirs+=(--rwdir "$2"); shift 2 ;;
+	--append) rwdirs+=(--append "$2"); shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--) shift; break ;;
 	*) break ;;

@@ -34,6 +34,16 @@ pub enum PhysState {
     LinkUp = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
 }
 
+/// The link layer of a port (`enum rdma_link_layer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum LinkLayer {
+    /// InfiniBand.
+    InfiniBand = bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND,
+    /// Ethernet (RoCE and iWARP).
+    Ethernet = bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+}
+
 /// An InfiniBand path MTU (`enum ib_mtu`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u32)]

@@ -5,7 +5,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
 use super::{
-    attr::{DeviceAttr, PortAttr, PortImmutable},
+    attr::{DeviceAttr, LinkLayer, PortAttr, PortImmutable},
     device::Device,
     DriverId,
 };
@@ -36,6 +36,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// once, while registering the device.
     fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
 
+    /// Returns the link layer of port `port` (`get_link_layer`). Without it, ib_core derives
+    /// the link layer from the node type, which says InfiniBand for a channel adapter.
+    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Returns entry `index` of the P_Key table of port `port` (`query_pkey`).
     fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -53,6 +59,11 @@ impl<T: Driver> Adapter<T> {
         query_device: Some(Self::query_device),
         query_port: Some(Self::query_port),
         get_port_immutable: Some(Self::get_port_immutable),
+        get_link_layer: if T::HAS_LINK_LAYER {
+            Some(Self::get_link_layer)
+        } else {
+            None
+        },
         query_pkey: if T::HAS_QUERY_PKEY {
             Some(Self::query_pkey)
         } else {
@@ -131,6 +142,18 @@ impl<T: Driver> Adapter<T> {
             unsafe { imm.write(value) };
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T`, as ib_core guarantees.
+    unsafe extern "C" fn get_link_layer(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+    ) -> bindings::rdma_link_layer {
+        // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+        let dev = unsafe { Device::<T>::from_raw(ibdev) };
+        T::link_layer(dev, port) as bindings::rdma_link_layer
     }
 
     /// # Safety

@@ -10,7 +10,8 @@ use kernel::{
     rdma::{
         self,
         attr::{
-            core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, Mtu, PhysState,
+            core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, LinkLayer, Mtu,
+            PhysState,
             PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
         },
         Device, PortEvent,
@@ -142,6 +143,10 @@ impl rdma::Driver for SrdmaDevice {
             core_cap_flags: core_caps::ROCE_UDP_ENCAP,
             max_mad_size: MGMT_MAD_SIZE,
         })
+    }
+
+    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        LinkLayer::Ethernet
     }
 
     fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {

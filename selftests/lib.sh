@@ -1,0 +1,208 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Shared helpers for the srdma kselftests: TAP output and test fixtures.
+# Each test script prints "TAP version 13", one "ok"/"not ok" line per check, the plan
+# at the end, and exits 0 (all passed or skipped), 1 (a failure) or 4 (all skipped).
+
+KSFT_PASS=0
+KSFT_FAIL=1
+KSFT_SKIP=4
+
+_tap_n=0
+_tap_pass=0
+_tap_fail=0
+_tap_skip=0
+
+echo "TAP version 13"
+
+# Prints a diagnostic line.
+diag() {
+	local line
+	while IFS= read -r line; do
+		echo "# $line"
+	done <<<"$*"
+}
+
+ok() {
+	_tap_n=$((_tap_n + 1)); _tap_pass=$((_tap_pass + 1))
+	echo "ok $_tap_n $1"
+}
+
+# fail DESC [DETAILS...]
+fail() {
+	_tap_n=$((_tap_n + 1)); _tap_fail=$((_tap_fail + 1))
+	echo "not ok $_tap_n $1"
+	shift
+	[ $# -eq 0 ] || diag "$*"
+}
+
+# skip DESC REASON
+skip() {
+	_tap_n=$((_tap_n + 1)); _tap_skip=$((_tap_skip + 1))
+	echo "ok $_tap_n $1 # SKIP $2"
+}
+
+# check DESC CMD...: passes when CMD succeeds; its output is shown on failure.
+check() {
+	local desc=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		ok "$desc"
+	else
+		fail "$desc" "command: $*" "$out"
+	fi
+}
+
+# check_eq DESC EXPECTED ACTUAL
+check_eq() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		fail "$1" "expected: '$2'" "actual:   '$3'"
+	fi
+}
+
+# check_fails_with DESC ERRNO_TEXT CMD...: passes when CMD fails and its error says ERRNO_TEXT
+# (strerror text, as iproute2 prints it: "error: File exists").
+check_fails_with() {
+	local desc=$1 want=$2 out
+	shift 2
+	if out=$("$@" 2>&1); then
+		fail "$desc" "command succeeded but should fail with '$want': $*"
+	elif grep -qF -- "$want" <<<"$out"; then
+		ok "$desc"
+	else
+		fail "$desc" "expected error '$want' from: $*" "got: $out"
+	fi
+}
+
+# wait_for TIMEOUT_SECONDS CMD...: retries CMD every 0.1 s until it succeeds.
+wait_for() {
+	local deadline=$(($(date +%s%N) + $1 * 1000000000))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s%N)" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+# Ends the test: prints the plan and totals, exits with the kselftest code.
+finish() {
+	echo "1..$_tap_n"
+	echo "# Totals: pass:$_tap_pass fail:$_tap_fail xfail:0 xpass:0 skip:$_tap_skip error:0"
+	if [ "$_tap_fail" -gt 0 ]; then
+		exit $KSFT_FAIL
+	elif [ "$_tap_pass" -eq 0 ] && [ "$_tap_skip" -gt 0 ]; then
+		exit $KSFT_SKIP
+	fi
+	exit $KSFT_PASS
+}
+
+# Skips the whole test (prerequisite missing).
+skip_all() {
+	echo "1..0 # SKIP $1"
+	exit $KSFT_SKIP
+}
+
+require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip_all "$c not installed"
+	done
+}
+
+# --- fixtures ---------------------------------------------------------------------------------
+
+SYSFS_IB=/sys/class/infiniband
+
+# load_srdma: makes sure ib_core's netlink and srdma are there.
+load_srdma() {
+	modprobe srdma 2>/dev/null || skip_all "srdma.ko cannot be loaded"
+}
+
+# setup_veth A B ADDR_A ADDR_B: a veth pair, both ends up, with IPv4 addresses.
+setup_veth() {
+	ip link add "$1" type veth peer name "$2" || return 1
+	ip addr add "$3" dev "$1"
+	ip addr add "$4" dev "$2"
+	ip link set "$1" up
+	ip link set "$2" up
+}
+
+# port_state DEV: the port state name from sysfs ("ACTIVE", "DOWN").
+port_state() {
+	local s
+	s=$(cat "$SYSFS_IB/$1/ports/1/state" 2>/dev/null) || return 1
+	echo "${s#*: }"
+}
+
+# gids DEV: the non-zero GIDs of port 1, one per line.
+gids() {
+	local f g
+	for f in "$SYSFS_IB/$1"/ports/1/gids/*; do
+		g=$(cat "$f" 2>/dev/null) || continue
+		[ "$g" = "0000:0000:0000:0000:0000:0000:0000:0000" ] || echo "$g"
+	done
+}
+
+# ipv4_gid A.B.C.D: the IPv4-mapped GID of an address, as sysfs prints it.
+ipv4_gid() {
+	local IFS=.
+	# shellcheck disable=SC2086
+	set -- $1
+	printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "$1" "$2" "$3" "$4"
+}
+
+# eui64_gid MAC: the link-local GID derived from a MAC address.
+eui64_gid() {
+	local IFS=:
+	# shellcheck disable=SC2086
+	set -- $1
+	printf 'fe80:0000:0000:0000:%02x%s:%sff:fe%s:%s%s\n' $((0x$1 ^ 2)) "$2" "$3" "$4" "$5" "$6"
+}
+
+# node_guid_of MAC: the node GUID (EUI-64) derived from a MAC address.
+node_guid_of() {
+	local IFS=:
+	# shellcheck disable=SC2086
+	set -- $1
+	printf '%02x%s:%sff:fe%s:%s%s\n' $((0x$1 ^ 2)) "$2" "$3" "$4" "$5" "$6"
+}
+
+# rdma_devs: the names of all RDMA devices.
+rdma_devs() {
+	ls "$SYSFS_IB" 2>/dev/null
+}
+
+# kmemleak_clear / kmemleak_report: the leak check around a test section.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+kmemleak_available() {
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	[ -w "$KMEMLEAK" ]
+}
+kmemleak_clear() {
+	echo scan > "$KMEMLEAK"
+	echo clear > "$KMEMLEAK"
+}
+# Prints the leaks reported since the last clear (objects must be unreferenced for 5 s).
+kmemleak_report() {
+	sleep 6
+	echo scan > "$KMEMLEAK"
+	echo scan > "$KMEMLEAK"
+	cat "$KMEMLEAK"
+}
+
+# has_gid DEV GID: whether port 1 of DEV has GID.
+has_gid() {
+	gids "$1" | grep -qx "$2"
+}
+
+# port_is DEV STATE: whether port 1 of DEV is in STATE ("ACTIVE", "DOWN").
+port_is() {
+	[ "$(port_state "$1")" = "$2" ]
+}
+
+# no_rdma_devs: whether no RDMA device exists.
+no_rdma_devs() {
+	[ -z "$(rdma_devs)" ]
+}

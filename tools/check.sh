@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `make check`: every test of srdma in one VM boot, then the verdict.
+#   check.sh OUTDIR
+# Runs the kselftests (selftests/), the KUnit tests and Rust doctests of the kernel crate (at
+# boot, kunit.enable=1), and checks the kernel log for warnings. Ends with the line
+# "N passed, N failed, N skipped" and exits non-zero on any failure.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: check.sh OUTDIR}
+rm -rf "$out"
+mkdir -p "$out"
+export SRDMA_VM_LOG=$out/dmesg.log
+
+pass=0 fail=0 skip=0
+failed=()
+result() { # result pass|fail|skip NAME
+	case $1 in
+	pass) pass=$((pass + 1)) ;;
+	fail) fail=$((fail + 1)); failed+=("$2") ;;
+	skip) skip=$((skip + 1)) ;;
+	esac
+}
+
+echo "check: booting the VM and running the selftests (output in $out)"
+"$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 \
+	-- "$top/selftests/run_tests.sh" "$out/selftests" 2>&1 | tee "$out/selftests.tap"
+vm_rc=${PIPESTATUS[0]}
+if [ "$vm_rc" -ne 0 ]; then
+	result fail "VM run (exit $vm_rc)"
+fi
+
+# Subtests of every kselftest; a test that failed without a failing subtest (it crashed, timed
+# out or lost its plan) counts as one failure.
+for tap in "$out"/selftests/*.tap; do
+	[ -e "$tap" ] || continue
+	name=$(basename "$tap" .tap)
+	rc=$(cat "$out/selftests/$name.rc" 2>/dev/null || echo missing)
+	subfail=0
+	while IFS= read -r line; do
+		case $line in
+		"not ok "*) result fail "$name: ${line#not ok }"; subfail=1 ;;
+		"ok "*"# SKIP"*) result skip "" ;;
+		"ok "*) result pass "" ;;
+		esac
+	done < "$tap"
+	if [ "$rc" != 0 ] && [ "$rc" != 4 ] && [ "$subfail" = 0 ]; then
+		result fail "$name (exit $rc)"
+	fi
+done
+if ! ls "$out"/selftests/*.tap >/dev/null 2>&1; then
+	result fail "selftests did not run"
+fi
+
+# KUnit suites (including the Rust doctests) ran at boot; take their totals from the log.
+if [ -s "$out/dmesg.log" ]; then
+	suites=$(sed -n 's/^\[[ 0-9.]*\] *# \([a-z0-9_]*\): pass:\([0-9]*\) fail:\([0-9]*\) skip:\([0-9]*\) total:.*/\1 \2 \3 \4/p' "$out/dmesg.log")
+	if [ -z "$suites" ]; then
+		result fail "KUnit: no suite ran"
+	fi
+	while read -r suite p f s; do
+		[ -n "$suite" ] || continue
+		echo "check: KUnit $suite: $p passed, $f failed, $s skipped"
+		pass=$((pass + p)); skip=$((skip + s))
+		if [ "$f" -gt 0 ]; then
+			fail=$((fail + f))
+			while IFS= read -r l; do failed+=("KUnit $suite: $l"); done \
+				< <(sed -n 's/^\[[ 0-9.]*\] *\(not ok [0-9]* .*\)/\1/p' "$out/dmesg.log")
+		fi
+	done <<<"$suites"
+	grep -q 'rust_doctest_kernel_rdma' "$out/dmesg.log" ||
+		result fail "KUnit: the kernel::rdma doctests did not run"
+
+	# The kernel log must be clean.
+	bad='WARNING:|BUG:|Oops|general protection fault|Call Trace:|UBSAN:|kernel BUG|refcount_t:|list_(add|del) corruption|unreferenced object|RCU stall|hung_task|blocked for more than'
+	if grep -Eq "$bad" "$out/dmesg.log"; then
+		result fail "kernel log: warnings (see $out/dmesg.log)"
+		grep -E -A12 "$bad" "$out/dmesg.log" | head -60
+	else
+		result pass "kernel log clean"
+	fi
+else
+	result fail "no kernel log from the VM"
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "check: failures:"
+	printf '  %s\n' "${failed[@]}"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
