@@ -89,7 +89,7 @@ check "failed adds left nothing behind" test "$(rdma_devs)" = srdma0
 # --- deletion
 check "link delete srdma0" rdma link delete srdma0
 check "no device after delete" test -z "$(rdma_devs)"
-check_fails_with "delete again: ENODEV" "No such device" rdma link delete srdma0
+check_fails_with "delete again: no such device" "Wrong device name" rdma link delete srdma0
 
 # --- a second device on the other end, then the netdev goes away under it
 check "link add srdma1 on $B" rdma link add srdma1 type srdma netdev "$B"

@@ -40,10 +40,14 @@ fi
 logdir=$(dirname "$dmesg_log")
 mkdir -p "$logdir"
 rm -f "$dmesg_log"
-args=(--run "$build" "${accel[@]}" --cpus 2 --memory "$memory" --rwdir "$logdir" "${rwdirs[@]}")
 # The guest mounts fresh tmpfs on /tmp and friends: share the checkout explicitly so that a
-# checkout anywhere (even under /tmp) is visible at the same path.
-args+=(--rodir "$top")
+# checkout anywhere (even under /tmp) is visible at the same path, writable for out/.
+args=(--run "$build" "${accel[@]}" --cpus 2 --memory "$memory" --rwdir "$top")
+case "$logdir/" in
+"$top"/*) ;;
+*) args+=(--rwdir "$logdir") ;;
+esac
+args+=("${rwdirs[@]}")
 
 if [ $# -eq 0 ]; then
 	exec "$vng" "${args[@]}"
