@@ -15,7 +15,7 @@ help:
 	@echo "make check   build everything and run all tests (ends with 'N passed, N failed')"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
-	@echo "make lint    rustfmt and clippy on the Rust code"
+	@echo "make lint    rustfmt and clippy on the Rust code (make fmt formats it)"
 	@echo "make clean   remove the build directory and test output"
 
 setup:
@@ -34,12 +34,11 @@ check: kernel
 	@tools/check.sh "$(OUT)/check"
 
 lint: setup
-	@tools/kernel/build.sh RUSTFMT=/usr/bin/rustfmt rustfmtcheck
-	@tools/kernel/build.sh CLIPPY=1 rust/ drivers/infiniband/sw/srdma/
-	@echo "lint: rustfmt and clippy clean"
+	@tools/lint.sh
 
 fmt: setup
-	@tools/kernel/build.sh RUSTFMT=/usr/bin/rustfmt rustfmt
+	@tools/kernel/build.sh -s prepare >/dev/null
+	@find rust drivers -name '*.rs' | xargs /usr/bin/rustfmt --config-path "$(SRDMA_CACHE)/linux-source-6.12/.rustfmt.toml"
 
 clean:
 	rm -rf "$(SRDMA_BUILD)" "$(OUT)"

@@ -4,7 +4,7 @@
 //!
 //! Abstractions over ib_core for RDMA drivers written in Rust: a driver implements
 //! [`Driver`] (the operations ib_core calls, built into a C `ib_device_ops` table), allocates
-//! its devices with [`Device::new`] and hands them to ib_core with [`Unregistered::register`].
+//! its devices with [`Device::alloc`] and hands them to ib_core with [`Unregistered::register`].
 //! Software devices that bind to a network device are created from userspace with
 //! `rdma link add NAME type TYPE netdev DEV`, through a [`link::Registration`].
 //!

@@ -90,6 +90,9 @@ impl<T: Notifier> Registration<T> {
         // INVARIANT: `nb` was registered by the chained initialiser above.
     }
 
+    /// # Safety
+    ///
+    /// Called by the netdevice notifier chain with a `netdev_notifier_info` in `ptr`.
     unsafe extern "C" fn notifier_call(
         _nb: *mut bindings::notifier_block,
         event: crate::ffi::c_ulong,

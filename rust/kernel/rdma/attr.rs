@@ -80,9 +80,15 @@ impl Mtu {
     /// ```
     pub fn for_roce(netdev_mtu: u32) -> Option<Mtu> {
         let payload = netdev_mtu.checked_sub(Self::ROCE_OVERHEAD)?;
-        [Mtu::Mtu4096, Mtu::Mtu2048, Mtu::Mtu1024, Mtu::Mtu512, Mtu::Mtu256]
-            .into_iter()
-            .find(|m| m.bytes() <= payload)
+        [
+            Mtu::Mtu4096,
+            Mtu::Mtu2048,
+            Mtu::Mtu1024,
+            Mtu::Mtu512,
+            Mtu::Mtu256,
+        ]
+        .into_iter()
+        .find(|m| m.bytes() <= payload)
     }
 
     /// Returns the MTU in bytes.
@@ -107,25 +113,32 @@ pub enum AtomicCap {
 /// Device capability flags (`enum ib_device_cap_flags`), reported to users.
 pub mod device_caps {
     /// The device generates a port active event when a port becomes active.
-    pub const PORT_ACTIVE_EVENT: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
+    pub const PORT_ACTIVE_EVENT: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
     /// The system image GUID is valid.
-    pub const SYS_IMAGE_GUID: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+    pub const SYS_IMAGE_GUID: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
     /// RC QPs generate RNR NAKs.
-    pub const RC_RNR_NAK_GEN: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+    pub const RC_RNR_NAK_GEN: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
     /// SRQs can be resized.
     pub const SRQ_RESIZE: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
     /// Modify QP accepts the current QP state.
-    pub const CURR_QP_STATE_MOD: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_CURR_QP_STATE_MOD as u64;
+    pub const CURR_QP_STATE_MOD: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_CURR_QP_STATE_MOD as u64;
     /// The device can shut down a port.
-    pub const SHUTDOWN_PORT: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_SHUTDOWN_PORT as u64;
+    pub const SHUTDOWN_PORT: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_SHUTDOWN_PORT as u64;
     /// Memory management extensions: fast registration, local invalidate.
-    pub const MEM_MGT_EXTENSIONS: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    pub const MEM_MGT_EXTENSIONS: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
 }
 
 /// Kernel-only capability flags (`enum ib_kernel_cap_flags`).
 pub mod kernel_caps {
     /// Users may delete the device through `rdma link delete`.
-    pub const ALLOW_USER_UNREG: u64 = crate::bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+    pub const ALLOW_USER_UNREG: u64 =
+        crate::bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
     /// The device supports the local DMA lkey.
     pub const LOCAL_DMA_LKEY: u64 = crate::bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
 }
@@ -135,9 +148,11 @@ pub mod port_caps {
     /// The port supports connection management.
     pub const CM_SUP: u32 = crate::bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
     /// The port supports the device management class.
-    pub const DEVICE_MGMT_SUP: u32 = crate::bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP;
+    pub const DEVICE_MGMT_SUP: u32 =
+        crate::bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP;
     /// The port supports vendor classes.
-    pub const VENDOR_CLASS_SUP: u32 = crate::bindings::ib_port_capability_mask_bits_IB_PORT_VENDOR_CLASS_SUP;
+    pub const VENDOR_CLASS_SUP: u32 =
+        crate::bindings::ib_port_capability_mask_bits_IB_PORT_VENDOR_CLASS_SUP;
 }
 
 /// Core capability sets of a port (`RDMA_CORE_PORT_*`), which fix its protocol and link layer.
@@ -148,7 +163,7 @@ pub mod core_caps {
 
 /// The size of a management datagram (`IB_MGMT_MAD_SIZE`), the value of
 /// [`PortImmutable::max_mad_size`] for ports that support MADs.
-pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE as u32;
+pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE;
 
 /// Device attributes (`struct ib_device_attr`); fields left at their default are reported as 0.
 #[derive(Clone, Debug, Default)]

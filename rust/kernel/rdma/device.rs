@@ -39,7 +39,7 @@ struct Header {
 ///
 /// # Invariants
 ///
-/// - The memory was allocated by [`Device::new`] for this `T`: `header.ibdev` is an initialised
+/// - The memory was allocated by [`Device::alloc`] for this `T`: `header.ibdev` is an initialised
 ///   `ib_device` at offset 0 whose ops were built by `Adapter<T>`, `header.type_id` is
 ///   `TypeId::of::<T>()`, and `data` is initialised.
 /// - A `&Device<T>` is only handed out while the device's memory and data are alive: by an owner
@@ -71,7 +71,7 @@ impl<T: Driver> Device<T> {
     ///
     /// The device is not visible to anyone until [`Unregistered::register`]; dropping the
     /// returned value frees it.
-    pub fn new(
+    pub fn alloc(
         module: &'static ThisModule,
         data: impl PinInit<T, Error>,
     ) -> Result<Unregistered<T>> {
@@ -114,7 +114,7 @@ impl<T: Driver> Device<T> {
     ///
     /// # Safety
     ///
-    /// `ibdev` must belong to a `Device<T>` allocated by [`Device::new`] that stays alive for
+    /// `ibdev` must belong to a `Device<T>` allocated by [`Device::alloc`] that stays alive for
     /// `'a`. This holds for the device argument of every `Adapter<T>` operation.
     pub(crate) unsafe fn from_raw<'a>(ibdev: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: The caller guarantees that `ibdev` is the first field of a live `Device<T>`.
@@ -159,7 +159,9 @@ impl<T: Driver> Device<T> {
         let mut speed = 0u16;
         let mut width = 0u8;
         // SAFETY: The device is valid and the out-pointers point to live locals.
-        to_result(unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) })?;
+        to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width)
+        })?;
         Ok((speed, width))
     }
 
@@ -185,7 +187,7 @@ impl<T: Driver> Device<T> {
         let ibdev =
             unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID.as_raw()) };
         let ibdev = NonNull::new(ibdev)?;
-        // SAFETY: Devices with `T::DRIVER_ID` were allocated by `Device::new` for a driver with
+        // SAFETY: Devices with `T::DRIVER_ID` were allocated by `Device::alloc` for a driver with
         // that ID, so the header is in place; the `TypeId` tells whether it was for `T`.
         let ours = unsafe { (*ibdev.as_ptr().cast::<Header>()).type_id } == TypeId::of::<T>();
         if !ours {
@@ -274,7 +276,9 @@ impl<T: Driver> Unregistered<T> {
         let ibdev = this.ptr.as_ptr().cast::<bindings::ib_device>();
         // SAFETY: The device is valid and unregistered; a null DMA device selects virtual DMA,
         // as software devices need.
-        let ret = unsafe { bindings::ib_register_device(ibdev, name.as_char_ptr(), core::ptr::null_mut()) };
+        let ret = unsafe {
+            bindings::ib_register_device(ibdev, name.as_char_ptr(), core::ptr::null_mut())
+        };
         if ret != 0 {
             // SAFETY: After a failed registration the caller must free the device; this also
             // calls `dealloc_driver`, which drops the driver's data.

@@ -52,7 +52,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
 pub(crate) struct Adapter<T: Driver>(PhantomData<T>);
 
 impl<T: Driver> Adapter<T> {
-    /// The operations table; [`Device::new`] copies it into each device and sets its owner.
+    /// The operations table; [`Device::alloc`] copies it into each device and sets its owner.
     pub(crate) const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
         driver_id: T::DRIVER_ID.as_raw(),
         dealloc_driver: Some(Self::dealloc_driver),
@@ -78,7 +78,7 @@ impl<T: Driver> Adapter<T> {
     /// ib_core calls this once per device of `T`, after which it makes no other call.
     unsafe extern "C" fn dealloc_driver(ibdev: *mut bindings::ib_device) {
         let dev = ibdev.cast::<Device<T>>();
-        // SAFETY: The ops of `T` are only installed on devices allocated by `Device::<T>::new`
+        // SAFETY: The ops of `T` are only installed on devices allocated by `Device::<T>::alloc`
         // with initialised data, and ib_core calls `dealloc_driver` exactly once per device.
         unsafe { Device::drop_data(dev) };
     }

@@ -11,8 +11,7 @@ use kernel::{
         self,
         attr::{
             core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, LinkLayer, Mtu,
-            PhysState,
-            PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
+            PhysState, PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
         },
         Device, PortEvent,
     },
@@ -40,7 +39,16 @@ impl SrdmaDevice {
 
 /// Returns the modified EUI-64 that IPv6 (and so RoCE) derives from a MAC address.
 pub(crate) fn eui64_from_mac(mac: [u8; 6]) -> [u8; 8] {
-    [mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+    [
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
 }
 
 /// Whether traffic can flow through `ndev`: administratively up with a carrier.

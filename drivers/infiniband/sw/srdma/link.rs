@@ -20,22 +20,33 @@ impl LinkOps for SrdmaLink {
 
     fn newlink(name: &CStr, ndev: &net::device::Device) -> Result {
         if ndev.hw_type() != net::device::HwType::ETHER {
-            pr_warn!("cannot bind {} to {}: not an Ethernet device\n", name, ndev.name());
+            pr_warn!(
+                "cannot bind {} to {}: not an Ethernet device\n",
+                name,
+                ndev.name()
+            );
             return Err(EINVAL);
         }
         let mac = ndev.mac_addr().ok_or(EINVAL)?;
         if Device::<SrdmaDevice>::get_by_netdev(ndev).is_some() {
-            pr_warn!("cannot bind {} to {}: an srdma device is bound to it already\n", name, ndev.name());
+            pr_warn!(
+                "cannot bind {} to {}: an srdma device is bound to it already\n",
+                name,
+                ndev.name()
+            );
             return Err(EEXIST);
         }
         if rdma::name_in_use(name) {
-            pr_warn!("cannot create {}: an RDMA device of that name exists\n", name);
+            pr_warn!(
+                "cannot create {}: an RDMA device of that name exists\n",
+                name
+            );
             return Err(EEXIST);
         }
 
         let guid = eui64_from_mac(mac);
         let data = SrdmaDevice::new(guid, link_usable(ndev));
-        let mut dev = Device::new(&crate::THIS_MODULE, data)?;
+        let mut dev = Device::alloc(&crate::THIS_MODULE, data)?;
         dev.set_node_guid(guid);
         dev.set_node_desc(c_str!("srdma"));
         dev.set_netdev(ndev, PORT)?;

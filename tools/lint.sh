@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# `make lint`: rustfmt and clippy on the kernel tree with our Rust code; any warning fails.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+"$top/tools/kernel/build.sh" RUSTFMT=/usr/bin/rustfmt rustfmtcheck > "$log" 2>&1 || status=1
+grep -A12 '^Diff in' "$log"
+[ "$status" -eq 0 ] || { echo "lint: rustfmt: run 'make fmt'"; exit 1; }
+"$top/tools/kernel/build.sh" CLIPPY=1 > "$log" 2>&1 || status=1
+if grep -q -E '^(warning|error)' "$log"; then
+	grep -E -A14 '^(warning|error)' "$log"
+	status=1
+fi
+[ "$status" -eq 0 ] || { echo "lint: clippy found problems"; exit 1; }
+echo "lint: rustfmt and clippy clean"
