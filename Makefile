@@ -7,14 +7,19 @@ export SRDMA_BUILD ?= $(SRDMA_CACHE)/build
 export SRDMA_TOOLS ?= $(SRDMA_CACHE)/tools
 OUT ?= $(CURDIR)/out
 
-.PHONY: all setup kernel vm demo check lint fmt clean help
-all: kernel
+PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
+LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
+
+.PHONY: all setup kernel provider vm demo check lint fmt install clean help
+all: kernel provider
 
 help:
 	@echo "make demo    build everything, boot the VM, create srdma0 and show it"
 	@echo "make check   build everything and run all tests (ends with 'N passed, N failed')"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
+	@echo "make provider  build the rdma-core provider (libsrdma-rdmav34.so)"
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
+	@echo "make install install srdma.ko for the running kernel's tree and the provider system-wide"
 	@echo "make lint    rustfmt and clippy on the Rust code (make fmt formats it)"
 	@echo "make clean   remove the build directory and test output"
 
@@ -24,14 +29,24 @@ setup:
 kernel: setup
 	@tools/kernel/build.sh
 
-vm: kernel
+provider: setup
+	@cd tools/provider && CARGO_TARGET_DIR="$(SRDMA_CACHE)/provider-target" \
+		LIBCLANG_PATH=/usr/lib/llvm-16/lib cargo build --release --quiet
+	@mkdir -p "$(dir $(PROVIDER))"
+	@cp "$(SRDMA_CACHE)/provider-target/release/libsrdma.so" "$(PROVIDER)"
+
+vm: kernel provider
 	@tools/vm/run.sh $(if $(CMD),-- $(CMD))
 
-demo: kernel
+demo: kernel provider
 	@tools/vm/run.sh --timeout 600 -- $(CURDIR)/tools/demo.sh
 
-check: kernel
+check: kernel provider
 	@tools/check.sh "$(OUT)/check"
+
+install: provider
+	install -D -m 0644 "$(PROVIDER)" "$(DESTDIR)$(LIBIBVERBS_DIR)/libsrdma-rdmav34.so"
+	install -D -m 0644 tools/provider/srdma.driver "$(DESTDIR)/etc/libibverbs.d/srdma.driver"
 
 lint: setup
 	@tools/lint.sh

@@ -22,6 +22,21 @@ result() { # result pass|fail|skip NAME
 	esac
 }
 
+# Host side: the provider's unit tests (ABI layouts).
+echo "check: provider unit tests"
+if (cd "$top/tools/provider" && CARGO_TARGET_DIR="${SRDMA_CACHE:?}/provider-target" \
+	LIBCLANG_PATH=/usr/lib/llvm-16/lib cargo test --release --quiet 2>&1) > "$out/provider-test.log"; then
+	:
+fi
+cat "$out/provider-test.log"
+ran=0
+while read -r p f; do
+	ran=1
+	pass=$((pass + p))
+	[ "$f" -eq 0 ] || { fail=$((fail + f)); failed+=("provider: $f cargo tests"); }
+done < <(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$out/provider-test.log")
+[ "$ran" = 1 ] || result fail "provider: cargo test did not run"
+
 echo "check: booting the VM and running the selftests (output in $out)"
 "$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 \
 	-- "$top/selftests/run_tests.sh" "$out/selftests" 2>&1 | tee "$out/selftests.tap"

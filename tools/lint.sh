@@ -14,4 +14,8 @@ if grep -q -E '^(warning|error)' "$log"; then
 	status=1
 fi
 [ "$status" -eq 0 ] || { echo "lint: clippy found problems"; exit 1; }
+cd "$top/tools/provider"
+export CARGO_TARGET_DIR="${SRDMA_CACHE:-$HOME/.cache/srdma}/provider-target" LIBCLANG_PATH=/usr/lib/llvm-16/lib
+cargo fmt --check || { echo "lint: provider: run 'cargo fmt' in tools/provider"; exit 1; }
+cargo clippy --release --all-targets --quiet -- -D warnings || { echo "lint: provider: clippy"; exit 1; }
 echo "lint: rustfmt and clippy clean"

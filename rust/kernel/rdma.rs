@@ -12,9 +12,15 @@
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h).
 
 pub mod attr;
+pub mod cq;
 pub mod device;
 pub mod driver;
 pub mod link;
+pub mod mmap;
+pub mod pd;
+pub mod uapi;
+pub mod ucontext;
+pub mod udata;
 
 pub use device::{Device, DeviceRef, DriverGuard, PortEvent, Unregistered};
 pub use driver::Driver;

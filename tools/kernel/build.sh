@@ -25,6 +25,12 @@ fi
 # 2. The in-tree hooks: keep a copy of what is applied so a changed series is reverted first.
 applied=$src/.srdma-patches
 if ! diff -rq "$patches" "$applied" >/dev/null 2>&1; then
+	# Files whose content ends up unchanged keep their mtime, so they are not rebuilt.
+	saved=$(mktemp -d)
+	files=$(sed -n 's|^+++ b/||p' "$patches"/*.patch "$applied"/*.patch 2>/dev/null | sort -u)
+	for f in $files; do
+		[ -e "$src/$f" ] && mkdir -p "$saved/$(dirname "$f")" && cp -p "$src/$f" "$saved/$f"
+	done
 	if [ -d "$applied" ]; then
 		for p in $(ls -r "$applied"/*.patch); do
 			patch -s -d "$src" -p1 -R < "$p"
@@ -35,6 +41,12 @@ if ! diff -rq "$patches" "$applied" >/dev/null 2>&1; then
 		echo "kernel: applying $(basename "$p")"
 		patch -s -d "$src" -p1 --no-backup-if-mismatch < "$p"
 	done
+	for f in $files; do
+		if [ -e "$saved/$f" ] && cmp -s "$saved/$f" "$src/$f"; then
+			touch -r "$saved/$f" "$src/$f"
+		fi
+	done
+	rm -rf "$saved"
 	cp -r "$patches" "$applied"
 fi
 

@@ -56,9 +56,39 @@ fi
 # The guest command runs under a wrapper that saves the kernel log when it ends. It goes
 # through a script file: virtme-ng passes --exec on the kernel command line, which is short.
 script=$logdir/vm-cmd.sh
-printf '#!/bin/bash\nexec %q %q %s\n' "$here/guest.sh" "$dmesg_log" "$(printf '%q ' "$@")" > "$script"
+{
+	echo '#!/bin/bash'
+	# The provider is found without touching the system's directories.
+	provider=${SRDMA_PROVIDER:-$cache/provider/libsrdma}
+	if [ -e "$provider-rdmav34.so" ]; then
+		printf 'export RDMAV_DRIVERS=%q\n' "$provider"
+	fi
+	printf 'exec %q %q %s\n' "$here/guest.sh" "$dmesg_log" "$(printf '%q ' "$@")"
+} > "$script"
 cmd="/bin/bash $script"
 if [ "$timeout" -gt 0 ]; then
-	exec timeout --foreground -k 30 "$timeout" "$vng" "${args[@]}" --exec "$cmd"
+	# QEMU is a child of vng: on timeout the whole tree goes, not just vng.
+	killtree() {
+		local child
+		for child in $(pgrep -P "$2"); do
+			killtree "$1" "$child"
+		done
+		kill "-$1" "$2" 2>/dev/null
+	}
+	"$vng" "${args[@]}" --exec "$cmd" &
+	vm=$!
+	(
+		sleep "$timeout"
+		echo "vm: timed out after $timeout seconds" >&2
+		killtree TERM "$vm"
+		sleep 10
+		killtree KILL "$vm"
+	) &
+	watchdog=$!
+	trap 'killtree KILL "$vm"; exit 130' INT TERM
+	rc=0
+	wait "$vm" || rc=$?
+	killtree KILL "$watchdog"
+	exit "$rc"
 fi
 exec "$vng" "${args[@]}" --exec "$cmd"

@@ -6,7 +6,12 @@
 
 use super::{
     attr::{DeviceAttr, LinkLayer, PortAttr, PortImmutable},
+    cq::{Cq, CqInitAttr},
     device::Device,
+    mmap::EntryInner,
+    pd::Pd,
+    ucontext::{Ucontext, User},
+    udata::UData,
     DriverId,
 };
 use crate::{
@@ -26,6 +31,16 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// The driver ID reported to userspace; rdma-core matches providers by it.
     const DRIVER_ID: DriverId;
 
+    /// The version of the driver's user ABI (its uapi header), checked by its provider.
+    const UVERBS_ABI_VERSION: u32;
+
+    /// The driver's data of a user context.
+    type Ucontext: Send + Sync;
+    /// The driver's data of a protection domain.
+    type Pd: Send + Sync;
+    /// The driver's data of a completion queue.
+    type Cq: Send + Sync;
+
     /// Reports the device's attributes and limits (`query_device`).
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
 
@@ -42,9 +57,54 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Creates the driver's part of a user context for a process opening the device
+    /// (`alloc_ucontext`); the context is destroyed by dropping it, after all of the process's
+    /// objects.
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        _ucontext: UcontextInit<'_, Self>,
+        _udata: &mut UData<'_>,
+    ) -> Result<Self::Ucontext> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver's part of a protection domain (`alloc_pd`); dropped on `dealloc_pd`.
+    fn alloc_pd(_dev: &Device<Self>, _user: Option<User<'_, Self>>) -> Result<Self::Pd> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver's part of a completion queue (`create_cq`) and returns it with the
+    /// number of entries the CQ really has (at least `attr.cqe`); dropped on `destroy_cq`.
+    fn create_cq(
+        _dev: &Device<Self>,
+        _attr: &CqInitAttr,
+        _user: Option<User<'_, Self>>,
+    ) -> Result<(Self::Cq, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Returns entry `index` of the P_Key table of port `port` (`query_pkey`).
     fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
         build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A user context under construction, as passed to [`Driver::alloc_ucontext`]: it can already
+/// publish memory for `mmap`.
+pub struct UcontextInit<'a, T: Driver> {
+    raw: *mut bindings::ib_ucontext,
+    _p: core::marker::PhantomData<&'a T>,
+}
+
+impl<T: Driver> UcontextInit<'_, T> {
+    /// Publishes `pages` to the process; see [`Ucontext::insert_mmap`].
+    pub fn insert_mmap(
+        &self,
+        pages: crate::sync::Arc<super::mmap::SharedPages>,
+    ) -> Result<super::mmap::MmapEntry> {
+        // SAFETY: `raw` is the context being created, valid for `'a`; `Adapter<T>` maps and
+        // frees entries as `MmapEntry::insert` requires.
+        unsafe { super::mmap::MmapEntry::insert(self.raw, pages) }
     }
 }
 
@@ -55,6 +115,50 @@ impl<T: Driver> Adapter<T> {
     /// The operations table; [`Device::alloc`] copies it into each device and sets its owner.
     pub(crate) const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
         driver_id: T::DRIVER_ID.as_raw(),
+        uverbs_abi_ver: T::UVERBS_ABI_VERSION,
+        size_ib_ucontext: core::mem::size_of::<Ucontext<T>>(),
+        size_ib_pd: core::mem::size_of::<Pd<T>>(),
+        size_ib_cq: core::mem::size_of::<Cq<T>>(),
+        alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
+            Some(Self::alloc_ucontext)
+        } else {
+            None
+        },
+        dealloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
+            Some(Self::dealloc_ucontext)
+        } else {
+            None
+        },
+        mmap: if T::HAS_ALLOC_UCONTEXT {
+            Some(Self::mmap)
+        } else {
+            None
+        },
+        mmap_free: if T::HAS_ALLOC_UCONTEXT {
+            Some(Self::mmap_free)
+        } else {
+            None
+        },
+        alloc_pd: if T::HAS_ALLOC_PD {
+            Some(Self::alloc_pd)
+        } else {
+            None
+        },
+        dealloc_pd: if T::HAS_ALLOC_PD {
+            Some(Self::dealloc_pd)
+        } else {
+            None
+        },
+        create_cq: if T::HAS_CREATE_CQ {
+            Some(Self::create_cq)
+        } else {
+            None
+        },
+        destroy_cq: if T::HAS_CREATE_CQ {
+            Some(Self::destroy_cq)
+        } else {
+            None
+        },
         dealloc_driver: Some(Self::dealloc_driver),
         query_device: Some(Self::query_device),
         query_port: Some(Self::query_port),
@@ -173,5 +277,157 @@ impl<T: Driver> Adapter<T> {
             unsafe { pkey.write(value) };
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed context of `size_ib_ucontext` bytes on a device of `T`, and a
+    /// valid `udata`.
+    unsafe extern "C" fn alloc_ucontext(
+        ibuctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` to the device the context is opened on, a `T` one.
+            let dev = unsafe { Device::<T>::from_raw((*ibuctx).device) };
+            // SAFETY: `udata` is the command's valid driver data.
+            let mut udata = unsafe { UData::from_raw(udata) }.ok_or(EINVAL)?;
+            let init = UcontextInit {
+                raw: ibuctx,
+                _p: PhantomData,
+            };
+            let data = T::alloc_ucontext(dev, init, &mut udata)?;
+            let uctx = ibuctx.cast::<Ucontext<T>>();
+            // SAFETY: The data slot of the context is ours to initialise; ib_core calls
+            // `dealloc_ucontext` (which drops it) only after a successful `alloc_ucontext`.
+            unsafe { core::ptr::addr_of_mut!((*uctx).data).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a context that `alloc_ucontext` initialised.
+    unsafe extern "C" fn dealloc_ucontext(ibuctx: *mut bindings::ib_ucontext) {
+        let uctx = ibuctx.cast::<Ucontext<T>>();
+        // SAFETY: The data was initialised by `alloc_ucontext` and is not used any more.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*uctx).data)) };
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live context of `T` and the VMA being mapped.
+    unsafe extern "C" fn mmap(
+        ibuctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> crate::ffi::c_int {
+        // SAFETY: Looks the offset up in the context's table; it also checks that the VMA's
+        // length equals the entry's.
+        let rdma = unsafe { bindings::rdma_user_mmap_entry_get(ibuctx, vma) };
+        if rdma.is_null() {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: `Ucontext::insert_mmap` is the only way entries get into a `T` context.
+        let entry = unsafe { EntryInner::from_raw(rdma) };
+        // SAFETY: The pages are a `vmalloc_user` allocation of exactly the VMA's length.
+        let ret = unsafe { bindings::remap_vmalloc_range(vma, entry.pages.as_ptr().cast(), 0) };
+        // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA keeps its own.
+        unsafe { bindings::rdma_user_mmap_entry_put(rdma) };
+        ret
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once, when the last reference to an entry is gone.
+    unsafe extern "C" fn mmap_free(rdma: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: Entries of `T` contexts are `EntryInner`s and this is the last reference.
+        unsafe { EntryInner::free(rdma) };
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed PD of `size_ib_pd` bytes on a device of `T`, and `udata` null
+    /// (kernel caller) or valid.
+    unsafe extern "C" fn alloc_pd(
+        ibpd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` before calling the driver.
+            let dev = unsafe { Device::<T>::from_raw((*ibpd).device) };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let data = T::alloc_pd(dev, user)?;
+            let pd = ibpd.cast::<Pd<T>>();
+            // SAFETY: The data slot is ours to initialise; `dealloc_pd` drops it.
+            unsafe { core::ptr::addr_of_mut!((*pd).data).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a PD that `alloc_pd` initialised.
+    unsafe extern "C" fn dealloc_pd(
+        ibpd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        let pd = ibpd.cast::<Pd<T>>();
+        // SAFETY: The data was initialised by `alloc_pd` and is not used any more.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*pd).data)) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed CQ of `size_ib_cq` bytes on a device of `T`, valid attributes,
+    /// and `attrs` null (kernel caller) or a valid command bundle.
+    unsafe extern "C" fn create_cq(
+        ibcq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` before calling the driver.
+            let dev = unsafe { Device::<T>::from_raw((*ibcq).device) };
+            // SAFETY: `attr` is valid for the call.
+            let attr = unsafe {
+                CqInitAttr {
+                    cqe: (*attr).cqe,
+                    comp_vector: (*attr).comp_vector,
+                    flags: (*attr).flags,
+                }
+            };
+            let udata = if attrs.is_null() {
+                core::ptr::null_mut()
+            } else {
+                // SAFETY: `attrs` is a valid bundle; its driver data is inside it.
+                unsafe { bindings::uverbs_attr_bundle_udata(attrs) }
+            };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let (data, cqe) = T::create_cq(dev, &attr, user)?;
+            let cq = ibcq.cast::<Cq<T>>();
+            // SAFETY: The data slot is ours to initialise; `destroy_cq` drops it. `cqe` is
+            // ours to set during creation.
+            unsafe {
+                core::ptr::addr_of_mut!((*cq).data).write(data);
+                (*ibcq).cqe = i32::try_from(cqe).unwrap_or(i32::MAX);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a CQ that `create_cq` initialised.
+    unsafe extern "C" fn destroy_cq(
+        ibcq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        let cq = ibcq.cast::<Cq<T>>();
+        // SAFETY: The data was initialised by `create_cq` and is not used any more.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*cq).data)) };
+        0
     }
 }

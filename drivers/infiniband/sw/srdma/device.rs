@@ -3,7 +3,8 @@
 //! An srdma device: its attributes, its port, and how the port follows the network device.
 
 use crate::params::*;
-use core::sync::atomic::{AtomicBool, Ordering};
+use crate::{cq::SrdmaCq, pd::SrdmaPd, ucontext::SrdmaUcontext};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     net,
     prelude::*,
@@ -13,6 +14,11 @@ use kernel::{
             core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, LinkLayer, Mtu,
             PhysState, PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
         },
+        cq::CqInitAttr,
+        driver::UcontextInit,
+        uapi::SRDMA_ABI_VERSION,
+        ucontext::User,
+        udata::UData,
         Device, PortEvent,
     },
 };
@@ -26,6 +32,8 @@ pub(crate) struct SrdmaDevice {
     guid: [u8; 8],
     /// Whether the port was last reported active, so each transition is reported once.
     port_active: AtomicBool,
+    /// The ID of the next CQ.
+    next_cq_id: AtomicU32,
 }
 
 impl SrdmaDevice {
@@ -33,7 +41,12 @@ impl SrdmaDevice {
         Self {
             guid,
             port_active: AtomicBool::new(port_active),
+            next_cq_id: AtomicU32::new(0),
         }
+    }
+
+    pub(crate) fn next_cq_id(&self) -> u32 {
+        self.next_cq_id.fetch_add(1, Ordering::Relaxed)
     }
 }
 
@@ -73,6 +86,31 @@ pub(crate) fn update_port_state(dev: &Device<SrdmaDevice>) {
 #[vtable]
 impl rdma::Driver for SrdmaDevice {
     const DRIVER_ID: rdma::DriverId = rdma::DriverId::SRDMA;
+    const UVERBS_ABI_VERSION: u32 = SRDMA_ABI_VERSION;
+
+    type Ucontext = SrdmaUcontext;
+    type Pd = SrdmaPd;
+    type Cq = SrdmaCq;
+
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        ucontext: UcontextInit<'_, Self>,
+        udata: &mut UData<'_>,
+    ) -> Result<SrdmaUcontext> {
+        SrdmaUcontext::new(ucontext, udata)
+    }
+
+    fn alloc_pd(_dev: &Device<Self>, _user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
+        Ok(SrdmaPd)
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInitAttr,
+        user: Option<User<'_, Self>>,
+    ) -> Result<(SrdmaCq, u32)> {
+        SrdmaCq::new(dev, attr, user)
+    }
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
         Ok(DeviceAttr {

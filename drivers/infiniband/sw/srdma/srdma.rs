@@ -9,9 +9,13 @@
 
 use kernel::{net::notifier, prelude::*, rdma};
 
+mod cq;
 mod device;
+mod doorbell;
 mod link;
 mod params;
+mod pd;
+mod ucontext;
 
 module! {
     type: SrdmaModule,

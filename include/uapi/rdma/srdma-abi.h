@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR Linux-OpenIB) */
+/*
+ * srdma user ABI: the driver-specific data of the uverbs commands, the mmap'ed rings and the
+ * doorbell records. The kernel driver and the rdma-core provider are both generated from this
+ * header; nothing here is declared anywhere else.
+ *
+ * Everything is little-endian and naturally aligned; all structs are padded to 8 bytes.
+ */
+#ifndef SRDMA_ABI_USER_H
+#define SRDMA_ABI_USER_H
+
+#include <linux/types.h>
+
+/* Bumped on any incompatible change; the provider accepts exactly this version. */
+#define SRDMA_ABI_VERSION 1
+
+/* The size of a work-queue basic block: WQEs are built of 64-byte blocks. */
+#define SRDMA_WQE_BB_SIZE 64
+
+/* The size of a completion-queue entry in the CQ ring. */
+#define SRDMA_CQE_SIZE 64
+
+/*
+ * Doorbell records. Each ucontext has doorbell pages of 4 KiB, mmap'ed by the provider;
+ * every QP, SRQ and CQ owns one record of SRDMA_DB_RECORD_SIZE bytes in one of them.
+ * Userspace writes producer (QP, SRQ) or consumer (CQ) indices there; the kernel reads
+ * them, never trusting them.
+ */
+#define SRDMA_DB_PAGE_SIZE 4096
+#define SRDMA_DB_RECORD_SIZE 16
+
+struct srdma_qp_db {
+	__u32 sq_pi;	/* SQ producer index, in basic blocks, free-running */
+	__u32 rq_pi;	/* RQ producer index, in WQEs, free-running */
+	__u32 reserved[2];
+};
+
+struct srdma_cq_db {
+	__u32 ci;	/* consumer index, free-running */
+	__u32 arm;	/* SRDMA_CQ_ARM_* */
+	__u32 reserved[2];
+};
+
+/* Response of alloc_ucontext (ibv_open_device). */
+struct srdma_alloc_ucontext_resp {
+	__u32 abi_version;	/* SRDMA_ABI_VERSION */
+	__u32 max_inline_data;	/* bytes of payload an inline WQE carries */
+	__u32 wqe_bb_size;	/* SRDMA_WQE_BB_SIZE */
+	__u32 cqe_size;		/* SRDMA_CQE_SIZE */
+	__u32 db_page_size;	/* SRDMA_DB_PAGE_SIZE */
+	__u32 db_record_size;	/* SRDMA_DB_RECORD_SIZE */
+};
+
+/* Where a queue's doorbell record lives: mmap the page at db_mmap_key, add db_offset. */
+struct srdma_db_loc {
+	__aligned_u64 db_mmap_key;
+	__u32 db_offset;
+	__u32 reserved;
+};
+
+/* Response of create_cq. The ring (cqe_cnt entries of cqe_size bytes) is mmap'ed at ring_mmap_key. */
+struct srdma_create_cq_resp {
+	__aligned_u64 ring_mmap_key;
+	__u32 ring_size;	/* bytes to mmap */
+	__u32 cqe_cnt;		/* entries, a power of two */
+	struct srdma_db_loc db;
+	__u32 cq_id;
+	__u32 reserved;
+};
+
+/* Response of create_qp. Each ring is mmap'ed at its key; rq fields are 0 with an SRQ. */
+struct srdma_create_qp_resp {
+	__aligned_u64 sq_mmap_key;
+	__aligned_u64 rq_mmap_key;
+	__u32 sq_size;		/* bytes to mmap */
+	__u32 rq_size;
+	__u32 sq_bb_cnt;	/* SQ basic blocks, a power of two */
+	__u32 rq_wqe_cnt;	/* RQ WQEs, a power of two */
+	__u32 rq_wqe_size;	/* bytes per RQ WQE */
+	__u32 max_inline_data;
+	struct srdma_db_loc db;
+};
+
+/* Response of create_srq. */
+struct srdma_create_srq_resp {
+	__aligned_u64 rq_mmap_key;
+	__u32 rq_size;
+	__u32 rq_wqe_cnt;
+	__u32 rq_wqe_size;
+	__u32 srq_num;
+	struct srdma_db_loc db;
+};
+
+#endif /* SRDMA_ABI_USER_H */

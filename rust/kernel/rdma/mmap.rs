@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory that a driver shares with a user process through `mmap` on the uverbs file.
+//!
+//! [`SharedPages`] is kernel memory (from `vmalloc_user`) that userspace maps and may rewrite at
+//! any moment: the kernel only reads it through copies and atomic loads, never through
+//! references. An [`MmapEntry`] publishes it to one user context under an mmap offset; the
+//! memory stays alive while the entry exists or any mapping of it does.
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/linux/vmalloc.h`](srctree/include/linux/vmalloc.h).
+
+use crate::{bindings, prelude::*, sync::Arc, types::Opaque};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU32, Ordering},
+};
+
+/// Zeroed, page-granular kernel memory that userspace can map.
+///
+/// # Invariants
+///
+/// `ptr` is a `vmalloc_user` allocation of `len` bytes (a multiple of the page size), owned by
+/// this value. Its contents may change at any time (userspace writes to it); they are only
+/// accessed through raw pointer copies and atomics.
+pub struct SharedPages {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: The memory is plain kernel memory, usable from any thread; all accesses are raw copies
+// or atomics, which tolerate concurrent writers.
+unsafe impl Send for SharedPages {}
+// SAFETY: See `Send`: shared access never creates references to the contents.
+unsafe impl Sync for SharedPages {}
+
+impl SharedPages {
+    /// Allocates `len` bytes, rounded up to whole pages, zeroed.
+    pub fn new(len: usize) -> Result<Arc<Self>> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        let len = len
+            .checked_next_multiple_of(bindings::PAGE_SIZE)
+            .ok_or(EINVAL)?;
+        // SAFETY: `vmalloc_user_noprof` takes any size and returns zeroed memory or null.
+        let ptr = unsafe { bindings::vmalloc_user_noprof(len as _) }.cast::<u8>();
+        let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
+        // INVARIANT: `ptr` is a fresh `vmalloc_user` allocation of `len` bytes.
+        Arc::new(Self { ptr, len }, GFP_KERNEL).map_err(|e| {
+            // SAFETY: `ptr` came from `vmalloc_user` and nothing else refers to it.
+            unsafe { bindings::vfree(ptr.as_ptr().cast()) };
+            e.into()
+        })
+    }
+
+    /// Returns the size in bytes, a multiple of the page size.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Returns whether the buffer is empty (never true).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, offset: usize, len: usize, align: usize) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.len || offset % align != 0 {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    fn atomic_u32(&self, offset: usize) -> Result<&AtomicU32> {
+        self.check(offset, 4, 4)?;
+        // SAFETY: `offset` is in bounds and 4-byte aligned (checked); the memory lives as long
+        // as `self`, and `AtomicU32` tolerates concurrent writes from userspace.
+        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(offset).cast()) })
+    }
+
+    /// Loads the `u32` at `offset` (4-byte aligned) with acquire ordering: what userspace
+    /// wrote before it stored the value is visible afterwards.
+    pub fn load_u32(&self, offset: usize) -> Result<u32> {
+        Ok(self.atomic_u32(offset)?.load(Ordering::Acquire))
+    }
+
+    /// Stores `value` at `offset` (4-byte aligned) with release ordering: what the kernel wrote
+    /// before is visible to userspace once it sees the value.
+    pub fn store_u32(&self, offset: usize, value: u32) -> Result {
+        self.atomic_u32(offset)?.store(value, Ordering::Release);
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes at `offset` out of the shared memory; the copy is private and
+    /// can be validated without userspace changing it underneath.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        self.check(offset, dst.len(), 1)?;
+        // SAFETY: The source range is in bounds (checked); a racy copy only yields some bytes.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().add(offset),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Copies `src` into the shared memory at `offset`.
+    pub fn write(&self, offset: usize, src: &[u8]) -> Result {
+        self.check(offset, src.len(), 1)?;
+        // SAFETY: The destination range is in bounds (checked) and never referenced.
+        unsafe {
+            core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len())
+        };
+        Ok(())
+    }
+
+    /// Zeroes the whole buffer.
+    pub fn clear(&self) {
+        // SAFETY: The buffer is `len` bytes (type invariant).
+        unsafe { core::ptr::write_bytes(self.ptr.as_ptr(), 0, self.len) };
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for SharedPages {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is our `vmalloc_user` allocation; no mapping refers to it any more,
+        // because mappings hold the `Arc` through their mmap entry.
+        unsafe { bindings::vfree(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// The C entry and the memory it publishes; freed by ib_core's `mmap_free` callback.
+#[repr(C)]
+pub(crate) struct EntryInner {
+    rdma: Opaque<bindings::rdma_user_mmap_entry>,
+    pub(crate) pages: Arc<SharedPages>,
+}
+
+impl EntryInner {
+    /// Returns the entry that contains `rdma`.
+    ///
+    /// # Safety
+    ///
+    /// `rdma` must be the entry of an `EntryInner` inserted by [`MmapEntry::insert`], alive for
+    /// `'a`.
+    pub(crate) unsafe fn from_raw<'a>(rdma: *mut bindings::rdma_user_mmap_entry) -> &'a Self {
+        // SAFETY: `rdma` is the first field of a `repr(C)` `EntryInner` (caller guarantee).
+        unsafe { &*rdma.cast::<Self>() }
+    }
+
+    /// Frees an entry after ib_core dropped its last reference.
+    ///
+    /// # Safety
+    ///
+    /// `rdma` must be the entry of an `EntryInner` inserted by [`MmapEntry::insert`] that nothing
+    /// refers to any more.
+    pub(crate) unsafe fn free(rdma: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: The entry was allocated by `KBox` in `MmapEntry::insert` and is unused now.
+        drop(unsafe { KBox::from_raw(rdma.cast::<Self>()) });
+    }
+}
+
+/// Memory published to a user context at an mmap offset.
+///
+/// Dropping the entry removes the offset, so new `mmap` calls fail; mappings already made keep
+/// the memory until they are unmapped.
+///
+/// # Invariants
+///
+/// `ptr` is an `EntryInner` inserted into a user context, for which this value holds the
+/// insertion (removed on drop).
+pub struct MmapEntry {
+    ptr: NonNull<EntryInner>,
+}
+
+// SAFETY: Removing the entry may happen on any thread; ib_core locks its table.
+unsafe impl Send for MmapEntry {}
+// SAFETY: `&MmapEntry` only reads the immutable offset.
+unsafe impl Sync for MmapEntry {}
+
+impl MmapEntry {
+    /// Inserts `pages` into the mmap table of `ucontext`.
+    ///
+    /// # Safety
+    ///
+    /// `ucontext` must be a valid user context whose driver frees entries with
+    /// [`EntryInner::free`] in `mmap_free` and maps them with `remap_vmalloc_range`.
+    pub(crate) unsafe fn insert(
+        ucontext: *mut bindings::ib_ucontext,
+        pages: Arc<SharedPages>,
+    ) -> Result<Self> {
+        let len = pages.len();
+        let inner = KBox::new(
+            EntryInner {
+                rdma: Opaque::new(
+                    // SAFETY: `rdma_user_mmap_entry` is plain data for which zero is valid.
+                    unsafe { core::mem::zeroed() },
+                ),
+                pages,
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = KBox::into_raw(inner);
+        // SAFETY: `raw` is a valid entry at a stable address; `ucontext` is valid (caller).
+        let ret =
+            unsafe { bindings::rdma_user_mmap_entry_insert(ucontext, (*raw).rdma.get(), len) };
+        if ret != 0 {
+            // SAFETY: The insertion failed, so we still own the allocation.
+            drop(unsafe { KBox::from_raw(raw) });
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: The entry is inserted and we hold the insertion.
+        Ok(Self {
+            // SAFETY: `KBox::into_raw` never returns null.
+            ptr: unsafe { NonNull::new_unchecked(raw) },
+        })
+    }
+
+    /// Returns the offset userspace passes to `mmap` to map the memory.
+    pub fn offset(&self) -> u64 {
+        // SAFETY: The entry is valid while inserted (type invariant); `start_pgoff` is fixed.
+        let pgoff = unsafe { (*(*self.ptr.as_ptr()).rdma.get()).start_pgoff };
+        (pgoff as u64) << bindings::PAGE_SHIFT
+    }
+}
+
+impl Drop for MmapEntry {
+    fn drop(&mut self) {
+        // SAFETY: We hold the insertion (type invariant); afterwards ib_core frees the entry
+        // through `mmap_free` once the last mapping is gone.
+        unsafe { bindings::rdma_user_mmap_entry_remove((*self.ptr.as_ptr()).rdma.get()) };
+    }
+}

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The user ABI structures of RDMA drivers, as plain data that crosses the user boundary.
+//!
+//! C header: [`include/uapi/rdma/srdma-abi.h`](srctree/include/uapi/rdma/srdma-abi.h).
+
+use crate::types::{AsBytes, FromBytes};
+
+pub use crate::uapi::{
+    srdma_alloc_ucontext_resp, srdma_cq_db, srdma_create_cq_resp, srdma_create_qp_resp,
+    srdma_create_srq_resp, srdma_db_loc, srdma_qp_db, SRDMA_ABI_VERSION, SRDMA_CQE_SIZE,
+    SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE, SRDMA_WQE_BB_SIZE,
+};
+
+macro_rules! plain_data {
+    ($($t:ty),* $(,)?) => {
+        $(
+            // SAFETY: The uapi header declares this struct with only integer fields and explicit
+            // reserved fields, naturally aligned and without implicit padding (the header's
+            // rule), so every bit pattern is valid and every byte is initialised.
+            unsafe impl FromBytes for $t {}
+            // SAFETY: See `FromBytes`.
+            unsafe impl AsBytes for $t {}
+            const _: () = assert!(core::mem::size_of::<$t>() % 8 == 0);
+        )*
+    };
+}
+
+plain_data!(
+    srdma_alloc_ucontext_resp,
+    srdma_cq_db,
+    srdma_create_cq_resp,
+    srdma_create_qp_resp,
+    srdma_create_srq_resp,
+    srdma_db_loc,
+    srdma_qp_db,
+);

@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Userspace verbs on srdma: the stock rdma-core tools see the device through the srdma
+# provider; srdma_verbs.c creates objects and checks their errors; `rdma res` tracks them and a
+# killed process leaves nothing behind.
+
+. "$(dirname "$0")/lib.sh"
+require_cmd rdma ip ibv_devices ibv_devinfo cc
+load_srdma
+
+A=sv0 B=sv1
+cleanup() {
+	[ -n "${holder:-}" ] && kill -9 "$holder" 2>/dev/null
+	rdma link delete srdma0 2>/dev/null
+	ip link del "$A" 2>/dev/null
+}
+trap cleanup EXIT
+cleanup
+setup_veth "$A" "$B" 10.31.0.1/24 10.31.0.2/24 || skip_all "cannot create a veth pair"
+rdma link add srdma0 type srdma netdev "$A" || skip_all "cannot create srdma0"
+
+bin=$(mktemp -d)/srdma_verbs
+if ! cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_verbs.c" -libverbs 2>&1; then
+	fail "build srdma_verbs.c"
+	finish
+fi
+
+check "ibv_devices lists srdma0" sh -c 'ibv_devices | grep -q "srdma0"'
+info=$(ibv_devinfo -v -d srdma0 2>&1)
+info_has() {
+	local p
+	for p in "$@"; do
+		grep -q -- "$p" <<<"$info" || return 1
+	done
+}
+check "ibv_devinfo: transport InfiniBand, link layer Ethernet" \
+	info_has 'transport:.*InfiniBand' 'link_layer:.*Ethernet'
+check "ibv_devinfo: max_qp 16384, max_cqe 65536" info_has 'max_qp:.*16384' 'max_cqe:.*65536'
+check "ibv_devinfo: port ACTIVE, GID from 10.31.0.1" \
+	info_has PORT_ACTIVE '::ffff:10.31.0.1, RoCE v2'
+check "ibv_devinfo: node_guid matches sysfs" info_has "node_guid:.*$(cat $SYSFS_IB/srdma0/node_guid)"
+
+# The objects program, its subtests folded into ours.
+while IFS= read -r line; do
+	case $line in
+	"ok "*) ok "verbs: ${line#ok [0-9]* }" ;;
+	"not ok "*) fail "verbs: ${line#not ok [0-9]* }" ;;
+	esac
+done < <("$bin" srdma0 2>&1)
+
+res() { rdma res show | sed -n "s/.* $1 \([0-9]*\) .*/\1/p" | head -1; }
+check_eq "rdma res: no contexts before" 0 "$(res ctx)"
+coproc HOLD { exec "$bin" srdma0 hold 3; }
+holder=$HOLD_PID
+read -r -t 60 line <&"${HOLD[0]}"
+check_eq "holder is ready" ready "$line"
+check_eq "rdma res: 3 contexts" 3 "$(res ctx)"
+check_eq "rdma res: 3 PDs" 3 "$(res pd)"
+check_eq "rdma res: 3 CQs" 3 "$(res cq)"
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+holder=
+check "SIGKILL: contexts released" wait_for 10 eval '[ "$(res ctx)" = 0 ]'
+check_eq "SIGKILL: PDs released" 0 "$(res pd)"
+check_eq "SIGKILL: CQs released" 0 "$(res cq)"
+check "device can be deleted after all that" rdma link delete srdma0
+
+finish
