@@ -43,12 +43,27 @@ static struct ibv_context *open_dev(const char *name)
 	return ctx;
 }
 
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type,
+			      struct ibv_qp_cap cap)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = cq, .recv_cq = cq, .cap = cap, .qp_type = type,
+	};
+	return ibv_create_qp(pd, &attr);
+}
+
+static const struct ibv_qp_cap small_cap = {
+	.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1,
+};
+
 static int hold(const char *name, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct ibv_context *ctx = open_dev(name);
+		struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+		struct ibv_cq *cq = ctx ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
 
-		if (!ctx || !ibv_alloc_pd(ctx) || !ibv_create_cq(ctx, 16, NULL, NULL, 0)) {
+		if (!pd || !cq || !make_qp(pd, cq, IBV_QPT_RC, small_cap)) {
 			perror("hold");
 			return 1;
 		}
@@ -149,6 +164,144 @@ int main(int argc, char **argv)
 		result(p == MAP_FAILED && errno == EINVAL, "mmap of a published offset with the wrong size: EINVAL");
 		if (cq)
 			ibv_destroy_cq(cq);
+	}
+
+	/* Queue pairs. */
+	{
+		struct ibv_qp_cap big = { .max_send_wr = 100, .max_recv_wr = 50, .max_send_sge = 4,
+					  .max_recv_sge = 3, .max_inline_data = 100 };
+		struct ibv_qp_attr qa, got;
+		struct ibv_qp_init_attr init;
+		union ibv_gid gid;
+		struct ibv_qp *rc, *uc, *ud, *bad;
+		struct ibv_qp_init_attr ia;
+
+		pd = ibv_alloc_pd(ctx);
+		cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+		ia = (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, .cap = big,
+						.qp_type = IBV_QPT_RC };
+		rc = ibv_create_qp(pd, &ia);
+		result(rc && rc->qp_num >= 16 && rc->qp_num <= 0xffffff, "RC QP created, qpn %u",
+		       rc ? rc->qp_num : 0);
+		result(rc && ia.cap.max_send_wr >= 100 && ia.cap.max_recv_wr >= 50 &&
+		       ia.cap.max_send_sge >= 4 && ia.cap.max_recv_sge >= 3 &&
+		       ia.cap.max_inline_data >= 100,
+		       "RC caps at least as asked: wr %u/%u sge %u/%u inline %u", ia.cap.max_send_wr,
+		       ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge,
+		       ia.cap.max_inline_data);
+		uc = make_qp(pd, cq, IBV_QPT_UC, small_cap);
+		ud = make_qp(pd, cq, IBV_QPT_UD, small_cap);
+		result(uc && ud && uc->qp_num != rc->qp_num && ud->qp_num != uc->qp_num,
+		       "UC and UD QPs with their own numbers");
+
+		/* RC: RESET -> INIT -> RTR -> RTS -> SQD -> RTS -> ERR -> RESET */
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
+					   .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+							      IBV_ACCESS_REMOTE_READ };
+		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						  IBV_QP_ACCESS_FLAGS), "RC RESET->INIT");
+		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &init) &&
+		       got.qp_state == IBV_QPS_INIT &&
+		       got.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) &&
+		       init.cap.max_send_wr == ia.cap.max_send_wr, "query: INIT, access flags, caps");
+		ibv_query_gid(ctx, 1, 1, &gid);
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+					   .dest_qp_num = uc->qp_num, .rq_psn = 0x123456,
+					   .max_dest_rd_atomic = 4, .min_rnr_timer = 12,
+					   .ah_attr = { .is_global = 1, .port_num = 1,
+							.grh = { .dgid = gid, .sgid_index = 1,
+								 .hop_limit = 64 } } };
+		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+						  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+						  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+		       "RC INIT->RTR (GID index 1)");
+		memset(&got, 0, sizeof(got));
+		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN, &init) &&
+		       got.qp_state == IBV_QPS_RTR && got.dest_qp_num == uc->qp_num &&
+		       got.rq_psn == 0x123456 && got.path_mtu == IBV_MTU_1024 &&
+		       got.max_dest_rd_atomic == 4 && got.min_rnr_timer == 12 &&
+		       got.ah_attr.grh.sgid_index == 1 && got.ah_attr.grh.hop_limit == 64 &&
+		       !memcmp(&got.ah_attr.grh.dgid, &gid, sizeof(gid)),
+		       "query: RTR with the path, PSN and limits set");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+					   .rnr_retry = 7, .sq_psn = 0x654321, .max_rd_atomic = 4 };
+		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+						  IBV_QP_MAX_QP_RD_ATOMIC), "RC RTR->RTS");
+		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE, &init) && got.qp_state == IBV_QPS_RTS &&
+		       got.timeout == 14 && got.retry_cnt == 7 && got.rnr_retry == 7 &&
+		       got.sq_psn == 0x654321 && got.max_rd_atomic == 4, "query: RTS with timers set");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_SQD };
+		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE), "RC RTS->SQD");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS };
+		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE), "RC SQD->RTS");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_ERR };
+		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE), "RC RTS->ERR");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET };
+		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE), "RC ERR->RESET");
+		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE, &init) &&
+		       got.qp_state == IBV_QPS_RESET && got.dest_qp_num == 0, "query: RESET, attributes cleared");
+
+		/* Bad transitions and attributes. */
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS };
+		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE) == EINVAL, "RESET->RTS: EINVAL");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1 };
+		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PORT) == EINVAL,
+		       "RESET->INIT without required attributes: EINVAL");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 2 };
+		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						 IBV_QP_ACCESS_FLAGS) == EINVAL, "INIT on port 2: EINVAL");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 3 };
+		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						 IBV_QP_ACCESS_FLAGS) == EINVAL, "P_Key index 3: EINVAL");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
+					   .qp_access_flags = 1 << 20 };
+		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						 IBV_QP_ACCESS_FLAGS) == EINVAL, "unknown access flag: EINVAL");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 7 };
+		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						 IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY) == EINVAL,
+		       "Q_Key on an RC QP: EINVAL");
+
+		/* UC and UD through their states. */
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1 };
+		ok = uc && !ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						 IBV_QP_ACCESS_FLAGS);
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_2048,
+					   .dest_qp_num = rc->qp_num,
+					   .ah_attr = { .is_global = 1, .port_num = 1,
+							.grh = { .dgid = gid, .sgid_index = 1 } } };
+		ok = ok && !ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+						  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 5 };
+		ok = ok && !ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		result(ok && !ibv_query_qp(uc, &got, IBV_QP_STATE, &init) && got.qp_state == IBV_QPS_RTS,
+		       "UC RESET->INIT->RTR->RTS");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+		ok = ud && !ibv_modify_qp(ud, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						 IBV_QP_QKEY);
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
+		ok = ok && !ibv_modify_qp(ud, &qa, IBV_QP_STATE);
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 9 };
+		ok = ok && !ibv_modify_qp(ud, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		result(ok && !ibv_query_qp(ud, &got, IBV_QP_STATE | IBV_QP_QKEY, &init) &&
+		       got.qp_state == IBV_QPS_RTS && got.qkey == 0x11111111,
+		       "UD RESET->INIT->RTR->RTS with its Q_Key");
+
+		/* Creation limits. */
+		errno = 0;
+		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 16385 });
+		result(!bad && errno == EINVAL, "max_send_wr above max_qp_wr: EINVAL");
+		errno = 0;
+		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 1, .max_send_sge = 33 });
+		result(!bad && errno == EINVAL, "max_send_sge above max_sge: EINVAL");
+		errno = 0;
+		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 1, .max_inline_data = 100000 });
+		result(!bad && errno == EINVAL, "max_inline_data above the device's: EINVAL");
+
+		result(rc && !ibv_destroy_qp(rc) && !ibv_destroy_qp(uc) && !ibv_destroy_qp(ud),
+		       "destroy the QPs");
+		result(!ibv_destroy_cq(cq) && !ibv_dealloc_pd(pd), "destroy their CQ and PD");
 	}
 
 	result(!ibv_close_device(ctx), "ibv_close_device");

@@ -57,12 +57,14 @@ check_eq "holder is ready" ready "$line"
 check_eq "rdma res: 3 contexts" 3 "$(res ctx)"
 check_eq "rdma res: 3 PDs" 3 "$(res pd)"
 check_eq "rdma res: 3 CQs" 3 "$(res cq)"
+check_eq "rdma res: 3 QPs" 3 "$(res qp)"
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
 holder=
 check "SIGKILL: contexts released" wait_for 10 eval '[ "$(res ctx)" = 0 ]'
 check_eq "SIGKILL: PDs released" 0 "$(res pd)"
 check_eq "SIGKILL: CQs released" 0 "$(res cq)"
+check_eq "SIGKILL: QPs released" 0 "$(res qp)"
 check "device can be deleted after all that" rdma link delete srdma0
 
 finish

@@ -18,6 +18,7 @@ pub mod driver;
 pub mod link;
 pub mod mmap;
 pub mod pd;
+pub mod qp;
 pub mod uapi;
 pub mod ucontext;
 pub mod udata;

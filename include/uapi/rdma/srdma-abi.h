@@ -68,16 +68,29 @@ struct srdma_create_cq_resp {
 	__u32 reserved;
 };
 
+/*
+ * Work-queue entries. An SQ WQE is a header of SRDMA_SQ_WQE_HDR_SIZE bytes (control, then the
+ * remote or datagram segment) followed by a data area holding either the inline payload or up
+ * to max_send_sge scatter/gather entries of SRDMA_SGE_SIZE bytes; its stride is sq_wqe_size, a
+ * multiple of SRDMA_WQE_BB_SIZE. An RQ WQE is a header of SRDMA_RQ_WQE_HDR_SIZE bytes followed
+ * by max_recv_sge entries; its stride is rq_wqe_size, a power of two.
+ */
+#define SRDMA_SQ_WQE_HDR_SIZE 64
+#define SRDMA_RQ_WQE_HDR_SIZE 16
+#define SRDMA_SGE_SIZE 16
+
 /* Response of create_qp. Each ring is mmap'ed at its key; rq fields are 0 with an SRQ. */
 struct srdma_create_qp_resp {
 	__aligned_u64 sq_mmap_key;
 	__aligned_u64 rq_mmap_key;
 	__u32 sq_size;		/* bytes to mmap */
 	__u32 rq_size;
-	__u32 sq_bb_cnt;	/* SQ basic blocks, a power of two */
+	__u32 sq_wqe_cnt;	/* SQ WQEs, a power of two */
+	__u32 sq_wqe_size;	/* bytes per SQ WQE */
 	__u32 rq_wqe_cnt;	/* RQ WQEs, a power of two */
 	__u32 rq_wqe_size;	/* bytes per RQ WQE */
 	__u32 max_inline_data;
+	__u32 reserved;
 	struct srdma_db_loc db;
 };
 

@@ -37,6 +37,14 @@ unsafe impl<T: Driver> Send for Cq<T> {}
 unsafe impl<T: Driver> Sync for Cq<T> {}
 
 impl<T: Driver> Cq<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a live, initialised CQ of `T` for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_cq) -> &'a Self {
+        // SAFETY: The CQ is the first field of a `repr(C)` `Cq<T>` (caller guarantee).
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
     /// Returns the device of the CQ.
     pub fn device(&self) -> &Device<T> {
         // SAFETY: ib_core sets `device` before calling the driver; it is a `Device<T>`.

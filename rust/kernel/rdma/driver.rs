@@ -10,6 +10,7 @@ use super::{
     device::Device,
     mmap::EntryInner,
     pd::Pd,
+    qp::{self, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
     ucontext::{Ucontext, User},
     udata::UData,
     DriverId,
@@ -40,6 +41,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Pd: Send + Sync;
     /// The driver's data of a completion queue.
     type Cq: Send + Sync;
+    /// The driver's data of a queue pair.
+    type Qp: Send + Sync;
 
     /// Reports the device's attributes and limits (`query_device`).
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
@@ -83,6 +86,32 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Creates the driver's part of a queue pair (`create_qp`) in `pd`; dropped on
+    /// `destroy_qp`.
+    fn create_qp(
+        _pd: &Pd<Self>,
+        _attr: &QpInitAttr<'_, Self>,
+        _user: Option<User<'_, Self>>,
+    ) -> Result<QpCreated<Self::Qp>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes in `mask` of a QP (`modify_qp`), its state among them.
+    fn modify_qp(
+        _qp: &Qp<Self>,
+        _attr: &QpAttr,
+        _mask: QpAttrMask,
+        _udata: Option<UData<'_>>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Returns the attributes of a QP (`query_qp`) with the capacities and signalling it was
+    /// created with.
+    fn query_qp(_qp: &Qp<Self>, _mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Returns entry `index` of the P_Key table of port `port` (`query_pkey`).
     fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -119,6 +148,27 @@ impl<T: Driver> Adapter<T> {
         size_ib_ucontext: core::mem::size_of::<Ucontext<T>>(),
         size_ib_pd: core::mem::size_of::<Pd<T>>(),
         size_ib_cq: core::mem::size_of::<Cq<T>>(),
+        size_ib_qp: core::mem::size_of::<Qp<T>>(),
+        create_qp: if T::HAS_CREATE_QP {
+            Some(Self::create_qp)
+        } else {
+            None
+        },
+        destroy_qp: if T::HAS_CREATE_QP {
+            Some(Self::destroy_qp)
+        } else {
+            None
+        },
+        modify_qp: if T::HAS_MODIFY_QP {
+            Some(Self::modify_qp)
+        } else {
+            None
+        },
+        query_qp: if T::HAS_QUERY_QP {
+            Some(Self::query_qp)
+        } else {
+            None
+        },
         alloc_ucontext: if T::HAS_ALLOC_UCONTEXT {
             Some(Self::alloc_ucontext)
         } else {
@@ -429,5 +479,91 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: The data was initialised by `create_cq` and is not used any more.
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*cq).data)) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed QP of `size_ib_qp` bytes whose `device`, `pd` and CQs are set,
+    /// valid attributes, and `udata` null (kernel caller) or valid.
+    unsafe extern "C" fn create_qp(
+        ibqp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `pd` before calling the driver; it is a PD of this device.
+            let pd = unsafe { Pd::<T>::from_raw((*ibqp).pd) };
+            // SAFETY: `init` is valid for the call.
+            let attr = qp::init_attr_from_raw::<T>(unsafe { &*init });
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let created = T::create_qp(pd, &attr, user)?;
+            let q = ibqp.cast::<Qp<T>>();
+            // SAFETY: The data slot is ours to initialise (`destroy_qp` drops it); the QP
+            // number and the real capacities are the driver's to report during creation.
+            unsafe {
+                core::ptr::addr_of_mut!((*q).data).write(created.data);
+                (*ibqp).qp_num = created.qp_num;
+                qp::write_init_attr(&created.cap, attr.sq_sig_all, &mut *init);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a QP that `create_qp` initialised.
+    unsafe extern "C" fn destroy_qp(
+        ibqp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        let q = ibqp.cast::<Qp<T>>();
+        // SAFETY: The data was initialised by `create_qp` and is not used any more.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*q).data)) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` and valid attributes.
+    unsafe extern "C" fn modify_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            let mask = QpAttrMask(mask as u32);
+            // SAFETY: `attr` is valid for the call.
+            let attr = QpAttr::from_raw(unsafe { &*attr }, mask).ok_or(EINVAL)?;
+            // SAFETY: `udata` is null or valid for the call.
+            let udata = unsafe { UData::from_raw(udata) };
+            T::modify_qp(q, &attr, mask, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` and valid output structures.
+    unsafe extern "C" fn query_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: crate::ffi::c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            let (value, cap, sq_sig_all) = T::query_qp(q, QpAttrMask(mask as u32))?;
+            // SAFETY: Both outputs are valid for writes.
+            unsafe {
+                value.write_raw(&mut *attr);
+                qp::write_init_attr(&cap, sq_sig_all, &mut *init);
+            }
+            Ok(0)
+        })
     }
 }

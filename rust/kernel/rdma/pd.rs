@@ -26,6 +26,14 @@ unsafe impl<T: Driver> Send for Pd<T> {}
 unsafe impl<T: Driver> Sync for Pd<T> {}
 
 impl<T: Driver> Pd<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a live, initialised PD of `T` for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_pd) -> &'a Self {
+        // SAFETY: The PD is the first field of a `repr(C)` `Pd<T>` (caller guarantee).
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
     /// Returns the device of the PD.
     pub fn device(&self) -> &Device<T> {
         // SAFETY: ib_core sets `device` before calling the driver; it is a `Device<T>`.

@@ -9,7 +9,8 @@ use crate::types::{AsBytes, FromBytes};
 pub use crate::uapi::{
     srdma_alloc_ucontext_resp, srdma_cq_db, srdma_create_cq_resp, srdma_create_qp_resp,
     srdma_create_srq_resp, srdma_db_loc, srdma_qp_db, SRDMA_ABI_VERSION, SRDMA_CQE_SIZE,
-    SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE, SRDMA_WQE_BB_SIZE,
+    SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
+    SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE,
 };
 
 macro_rules! plain_data {

@@ -3,7 +3,8 @@
 //! declared here from its documented layout; the tests at the bottom pin the sizes and offsets.
 
 use crate::ffi::{ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr_ex, ibv_pd};
-use crate::ffi::{ibv_port_attr, ibv_query_device_ex_input, verbs_context};
+use crate::ffi::{ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_ex, ibv_qp_init_attr};
+use crate::ffi::{ibv_query_device_ex_input, verbs_context};
 use libc::{c_char, c_int, c_void};
 
 /// `enum rdma_driver_id` value of srdma (the kernel's `RDMA_DRIVER_SRDMA`).
@@ -58,6 +59,14 @@ pub struct VerbsDevice {
     pub core_support: u64,
 }
 
+/// `struct verbs_qp`: libibverbs reads `comp_mask` of every QP, so each QP is one of these.
+#[repr(C)]
+pub struct VerbsQp {
+    pub qp_ex: ibv_qp_ex,
+    pub comp_mask: u32,
+    pub xrcd: *mut c_void,
+}
+
 /// `struct verbs_context_ops`: 76 function pointers in alphabetical order. Slots are written by
 /// index (the `op` constants below) so that unused ones stay null.
 #[repr(C)]
@@ -72,11 +81,15 @@ unsafe impl Sync for VerbsContextOps {}
 pub mod op {
     pub const ALLOC_PD: usize = 5;
     pub const CREATE_CQ: usize = 15;
+    pub const CREATE_QP: usize = 19;
     pub const DEALLOC_PD: usize = 26;
     pub const DESTROY_CQ: usize = 31;
+    pub const DESTROY_QP: usize = 34;
     pub const FREE_CONTEXT: usize = 39;
+    pub const MODIFY_QP: usize = 47;
     pub const QUERY_DEVICE_EX: usize = 58;
     pub const QUERY_PORT: usize = 60;
+    pub const QUERY_QP: usize = 61;
     pub const REQ_NOTIFY_CQ: usize = 69;
 }
 
@@ -135,6 +148,31 @@ extern "C" {
     ) -> c_int;
     pub fn ibv_cmd_destroy_cq(cq: *mut ibv_cq) -> c_int;
     pub fn ibv_cmd_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
+    pub fn ibv_cmd_create_qp(
+        pd: *mut ibv_pd,
+        qp: *mut ibv_qp,
+        attr: *mut ibv_qp_init_attr,
+        cmd: *mut c_void,
+        cmd_size: usize,
+        resp: *mut c_void,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_modify_qp(
+        qp: *mut ibv_qp,
+        attr: *mut ibv_qp_attr,
+        attr_mask: c_int,
+        cmd: *mut c_void,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_query_qp(
+        qp: *mut ibv_qp,
+        attr: *mut ibv_qp_attr,
+        attr_mask: c_int,
+        init_attr: *mut ibv_qp_init_attr,
+        cmd: *mut c_void,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_destroy_qp(qp: *mut ibv_qp) -> c_int;
 }
 
 #[cfg(test)]
@@ -160,5 +198,7 @@ mod tests {
         assert_eq!(size_of::<crate::ffi::ibv_device_attr>(), 232);
         assert_eq!(size_of::<ibv_device_attr_ex>(), 400);
         assert_eq!(size_of::<crate::ffi::ibv_cq_ex>(), 288);
+        assert_eq!(size_of::<VerbsQp>(), 368);
+        assert_eq!(offset_of!(VerbsQp, comp_mask), 352);
     }
 }

@@ -10,6 +10,7 @@ pub mod cq;
 pub mod driver;
 pub mod ffi;
 pub mod pd;
+pub mod qp;
 
 use driver::{
     verbs_register_driver_34, VerbsDevice, VerbsDeviceOps, VerbsMatchEnt, RDMA_DRIVER_SRDMA,

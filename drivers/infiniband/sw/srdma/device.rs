@@ -3,7 +3,12 @@
 //! An srdma device: its attributes, its port, and how the port follows the network device.
 
 use crate::params::*;
-use crate::{cq::SrdmaCq, pd::SrdmaPd, ucontext::SrdmaUcontext};
+use crate::{
+    cq::SrdmaCq,
+    pd::SrdmaPd,
+    qp::{new_qp_table, Qps, SrdmaQp},
+    ucontext::SrdmaUcontext,
+};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     net,
@@ -16,6 +21,8 @@ use kernel::{
         },
         cq::CqInitAttr,
         driver::UcontextInit,
+        pd::Pd,
+        qp::{Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
         uapi::SRDMA_ABI_VERSION,
         ucontext::User,
         udata::UData,
@@ -34,15 +41,22 @@ pub(crate) struct SrdmaDevice {
     port_active: AtomicBool,
     /// The ID of the next CQ.
     next_cq_id: AtomicU32,
+    /// The QPs of the device by number.
+    qps: Qps,
 }
 
 impl SrdmaDevice {
-    pub(crate) fn new(guid: [u8; 8], port_active: bool) -> Self {
-        Self {
+    pub(crate) fn new(guid: [u8; 8], port_active: bool) -> Result<Self> {
+        Ok(Self {
             guid,
             port_active: AtomicBool::new(port_active),
             next_cq_id: AtomicU32::new(0),
-        }
+            qps: new_qp_table()?,
+        })
+    }
+
+    pub(crate) fn qps(&self) -> &Qps {
+        &self.qps
     }
 
     pub(crate) fn next_cq_id(&self) -> u32 {
@@ -91,6 +105,7 @@ impl rdma::Driver for SrdmaDevice {
     type Ucontext = SrdmaUcontext;
     type Pd = SrdmaPd;
     type Cq = SrdmaCq;
+    type Qp = SrdmaQp;
 
     fn alloc_ucontext(
         _dev: &Device<Self>,
@@ -146,6 +161,27 @@ impl rdma::Driver for SrdmaDevice {
             local_ca_ack_delay: 15,
             ..DeviceAttr::default()
         })
+    }
+
+    fn create_qp(
+        pd: &Pd<Self>,
+        attr: &QpInitAttr<'_, Self>,
+        user: Option<User<'_, Self>>,
+    ) -> Result<QpCreated<SrdmaQp>> {
+        SrdmaQp::new(pd, attr, user)
+    }
+
+    fn modify_qp(
+        qp: &Qp<Self>,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        udata: Option<UData<'_>>,
+    ) -> Result {
+        SrdmaQp::modify(qp, attr, mask, udata)
+    }
+
+    fn query_qp(qp: &Qp<Self>, mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
+        SrdmaQp::query(qp, mask)
     }
 
     fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr> {

@@ -15,6 +15,7 @@ mod doorbell;
 mod link;
 mod params;
 mod pd;
+mod qp;
 mod ucontext;
 
 module! {

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Queue pairs: the work-queue rings, the QP number, and the IB state machine.
+
+use crate::{
+    device::{SrdmaDevice, PORT},
+    doorbell::DbRecord,
+    params::*,
+};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::RBTree,
+    rdma::{
+        mmap::{MmapEntry, SharedPages},
+        pd::Pd,
+        qp::{modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType},
+        uapi::{
+            srdma_create_qp_resp, srdma_db_loc, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
+            SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE,
+        },
+        ucontext::User,
+        udata::UData,
+        Device,
+    },
+    sync::{Arc, Mutex},
+};
+
+/// `IB_ACCESS_*` rights a QP may grant to incoming RDMA.
+const QP_ACCESS_FLAGS: u32 = 1 | 2 | 4 | 8;
+
+/// A work queue ring and its geometry.
+pub(crate) struct Ring {
+    pub(crate) mem: Arc<SharedPages>,
+    pub(crate) wqe_cnt: u32,
+    pub(crate) wqe_size: u32,
+}
+
+impl Ring {
+    fn new(wqe_cnt: u32, wqe_size: u32) -> Result<Self> {
+        let bytes = (wqe_cnt as usize)
+            .checked_mul(wqe_size as usize)
+            .ok_or(EINVAL)?;
+        Ok(Self {
+            mem: SharedPages::new(bytes)?,
+            wqe_cnt,
+            wqe_size,
+        })
+    }
+}
+
+/// The state of a QP that other QPs (of this or another device) reach by QP number.
+#[expect(
+    dead_code,
+    reason = "the rings and the number are used by the data path"
+)]
+pub(crate) struct QpShared {
+    pub(crate) qpn: u32,
+    pub(crate) qp_type: QpType,
+    pub(crate) sq_sig_all: bool,
+    pub(crate) cap: QpCap,
+    pub(crate) sq: Ring,
+    pub(crate) rq: Option<Ring>,
+    pub(crate) attr: Pin<KBox<Mutex<QpAttr>>>,
+}
+
+/// The QPs of a device by QP number.
+pub(crate) struct QpTable {
+    qps: RBTree<u32, Option<Arc<QpShared>>>,
+    next: u32,
+}
+
+/// QP numbers 0 and 1 are the special QPs; numbers below 16 stay unused, as on other devices.
+const QPN_MIN: u32 = 16;
+const QPN_MAX: u32 = 0xff_ffff;
+
+pub(crate) type Qps = Arc<Mutex<QpTable>>;
+
+pub(crate) fn new_qp_table() -> Result<Qps> {
+    Arc::pin_init(
+        new_mutex!(QpTable {
+            qps: RBTree::new(),
+            next: QPN_MIN,
+        }),
+        GFP_KERNEL,
+    )
+}
+
+impl QpTable {
+    /// Returns the QP with number `qpn`, if it exists and is fully created.
+    #[expect(dead_code, reason = "the data path looks destination QPs up")]
+    pub(crate) fn get(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        self.qps.get(&qpn).and_then(|q| q.clone())
+    }
+}
+
+/// A QP number taken from a device's table; given back when dropped.
+struct QpnReservation {
+    table: Qps,
+    qpn: u32,
+}
+
+impl QpnReservation {
+    fn new(table: &Qps) -> Result<Self> {
+        let mut t = table.lock();
+        let span = QPN_MAX - QPN_MIN + 1;
+        for i in 0..span {
+            let qpn = QPN_MIN + (t.next - QPN_MIN + i) % span;
+            if t.qps.get(&qpn).is_none() {
+                t.qps.try_create_and_insert(qpn, None, GFP_KERNEL)?;
+                t.next = if qpn == QPN_MAX { QPN_MIN } else { qpn + 1 };
+                return Ok(Self {
+                    table: table.clone(),
+                    qpn,
+                });
+            }
+        }
+        Err(ENOMEM)
+    }
+
+    fn publish(&self, qp: Arc<QpShared>) {
+        if let Some(slot) = self.table.lock().qps.get_mut(&self.qpn) {
+            *slot = Some(qp);
+        }
+    }
+}
+
+impl Drop for QpnReservation {
+    fn drop(&mut self) {
+        self.table.lock().qps.remove(&self.qpn);
+    }
+}
+
+/// srdma's part of a queue pair.
+pub(crate) struct SrdmaQp {
+    // Field order is drop order: the number goes first, so lookups stop finding the QP.
+    _qpn: QpnReservation,
+    shared: Arc<QpShared>,
+    _db: Option<DbRecord>,
+    _sq_entry: Option<MmapEntry>,
+    _rq_entry: Option<MmapEntry>,
+}
+
+fn sq_geometry(cap: &QpCap) -> (u32, u32) {
+    let data = (cap.max_send_sge * SRDMA_SGE_SIZE).max(cap.max_inline_data.next_multiple_of(16));
+    let size = (SRDMA_SQ_WQE_HDR_SIZE + data).next_multiple_of(SRDMA_WQE_BB_SIZE);
+    (cap.max_send_wr.max(1).next_power_of_two(), size)
+}
+
+fn rq_geometry(cap: &QpCap) -> (u32, u32) {
+    let size = (SRDMA_RQ_WQE_HDR_SIZE + cap.max_recv_sge * SRDMA_SGE_SIZE).next_power_of_two();
+    (cap.max_recv_wr.max(1).next_power_of_two(), size)
+}
+
+impl SrdmaQp {
+    pub(crate) fn new(
+        pd: &Pd<SrdmaDevice>,
+        attr: &QpInitAttr<'_, SrdmaDevice>,
+        user: Option<User<'_, SrdmaDevice>>,
+    ) -> Result<QpCreated<Self>> {
+        match attr.qp_type {
+            QpType::Rc | QpType::Uc | QpType::Ud => {}
+            _ => return Err(EOPNOTSUPP),
+        }
+        if attr.create_flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if attr.send_cq.is_none() || attr.recv_cq.is_none() {
+            return Err(EINVAL);
+        }
+        let c = &attr.cap;
+        if c.max_send_wr > MAX_QP_WR
+            || c.max_recv_wr > MAX_QP_WR
+            || c.max_send_sge > MAX_SGE
+            || c.max_recv_sge > MAX_SGE
+            || c.max_inline_data > MAX_INLINE_DATA
+        {
+            return Err(EINVAL);
+        }
+        let (sq_cnt, sq_size) = sq_geometry(c);
+        let sq = Ring::new(sq_cnt, sq_size)?;
+        let rq = if attr.has_srq {
+            None
+        } else {
+            let (rq_cnt, rq_size) = rq_geometry(c);
+            Some(Ring::new(rq_cnt, rq_size)?)
+        };
+        let data_area = sq_size - SRDMA_SQ_WQE_HDR_SIZE;
+        let cap = QpCap {
+            max_send_wr: sq_cnt,
+            max_recv_wr: rq.as_ref().map_or(0, |r| r.wqe_cnt),
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: if attr.has_srq { 0 } else { c.max_recv_sge },
+            max_inline_data: data_area.min(MAX_INLINE_DATA),
+        };
+
+        let dev: &Device<SrdmaDevice> = pd.device();
+        let mut db = None;
+        let (mut sq_entry, mut rq_entry) = (None, None);
+        let mut resp = srdma_create_qp_resp {
+            sq_mmap_key: 0,
+            rq_mmap_key: 0,
+            sq_size: sq.mem.len() as u32,
+            rq_size: rq.as_ref().map_or(0, |r| r.mem.len() as u32),
+            sq_wqe_cnt: sq.wqe_cnt,
+            sq_wqe_size: sq.wqe_size,
+            rq_wqe_cnt: rq.as_ref().map_or(0, |r| r.wqe_cnt),
+            rq_wqe_size: rq.as_ref().map_or(0, |r| r.wqe_size),
+            max_inline_data: cap.max_inline_data,
+            reserved: 0,
+            db: srdma_db_loc::default(),
+        };
+        if let Some(user) = &user {
+            let uctx = user.ucontext;
+            let rec = DbRecord::alloc(&uctx.db, |pages| uctx.insert_mmap(pages))?;
+            resp.db = rec.location();
+            db = Some(rec);
+            let e = uctx.insert_mmap(sq.mem.clone())?;
+            resp.sq_mmap_key = e.offset();
+            sq_entry = Some(e);
+            if let Some(rq) = &rq {
+                let e = uctx.insert_mmap(rq.mem.clone())?;
+                resp.rq_mmap_key = e.offset();
+                rq_entry = Some(e);
+            }
+        }
+
+        let reservation = QpnReservation::new(dev.qps())?;
+        let qpn = reservation.qpn;
+        let shared = Arc::new(
+            QpShared {
+                qpn,
+                qp_type: attr.qp_type,
+                sq_sig_all: attr.sq_sig_all,
+                cap,
+                sq,
+                rq,
+                attr: KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?,
+            },
+            GFP_KERNEL,
+        )?;
+        reservation.publish(shared.clone());
+        let qp = SrdmaQp {
+            _qpn: reservation,
+            shared,
+            _db: db,
+            _sq_entry: sq_entry,
+            _rq_entry: rq_entry,
+        };
+        if let Some(mut user) = user {
+            // Dropping `qp` on failure releases the QP number and the mappings.
+            user.udata.write(&resp)?;
+        }
+        Ok(QpCreated {
+            data: qp,
+            qp_num: qpn,
+            cap,
+        })
+    }
+
+    pub(crate) fn modify(
+        qp: &Qp<SrdmaDevice>,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        _udata: Option<UData<'_>>,
+    ) -> Result {
+        const UNSUPPORTED: u32 = QpAttrMask::ALT_PATH
+            | QpAttrMask::PATH_MIG_STATE
+            | QpAttrMask::CAP
+            | QpAttrMask::RATE_LIMIT;
+        if mask.0 & UNSUPPORTED != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let shared = &qp.shared;
+        let mut cur = shared.attr.lock();
+        let cur_state = cur.qp_state;
+        if mask.has(QpAttrMask::CUR_STATE) && attr.cur_qp_state != cur_state {
+            return Err(EINVAL);
+        }
+        let next = if mask.has(QpAttrMask::STATE) {
+            attr.qp_state
+        } else {
+            cur_state
+        };
+        if !modify_is_ok(cur_state, next, shared.qp_type, mask) {
+            return Err(EINVAL);
+        }
+        validate(attr, mask)?;
+
+        let mut new = *cur;
+        if mask.has(QpAttrMask::ACCESS_FLAGS) {
+            new.qp_access_flags = attr.qp_access_flags;
+        }
+        if mask.has(QpAttrMask::PKEY_INDEX) {
+            new.pkey_index = attr.pkey_index;
+        }
+        if mask.has(QpAttrMask::PORT) {
+            new.port_num = attr.port_num;
+        }
+        if mask.has(QpAttrMask::QKEY) {
+            new.qkey = attr.qkey;
+        }
+        if mask.has(QpAttrMask::AV) {
+            new.ah_attr = attr.ah_attr;
+        }
+        if mask.has(QpAttrMask::PATH_MTU) {
+            new.path_mtu = attr.path_mtu;
+        }
+        if mask.has(QpAttrMask::TIMEOUT) {
+            new.timeout = attr.timeout;
+        }
+        if mask.has(QpAttrMask::RETRY_CNT) {
+            new.retry_cnt = attr.retry_cnt;
+        }
+        if mask.has(QpAttrMask::RNR_RETRY) {
+            new.rnr_retry = attr.rnr_retry;
+        }
+        if mask.has(QpAttrMask::RQ_PSN) {
+            new.rq_psn = attr.rq_psn & 0xff_ffff;
+        }
+        if mask.has(QpAttrMask::SQ_PSN) {
+            new.sq_psn = attr.sq_psn & 0xff_ffff;
+        }
+        if mask.has(QpAttrMask::MAX_QP_RD_ATOMIC) {
+            new.max_rd_atomic = attr.max_rd_atomic;
+        }
+        if mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+            new.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+        }
+        if mask.has(QpAttrMask::MIN_RNR_TIMER) {
+            new.min_rnr_timer = attr.min_rnr_timer;
+        }
+        if mask.has(QpAttrMask::DEST_QPN) {
+            new.dest_qp_num = attr.dest_qp_num;
+        }
+        if mask.has(QpAttrMask::EN_SQD_ASYNC_NOTIFY) {
+            new.en_sqd_async_notify = attr.en_sqd_async_notify;
+        }
+        if next == QpState::Reset {
+            // Back to the state of a new QP.
+            new = QpAttr::default();
+        }
+        new.qp_state = next;
+        new.cur_qp_state = next;
+        *cur = new;
+        Ok(())
+    }
+
+    pub(crate) fn query(qp: &Qp<SrdmaDevice>, _mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
+        let shared = &qp.shared;
+        let mut attr = *shared.attr.lock();
+        attr.cap = shared.cap;
+        if attr.port_num == 0 {
+            attr.port_num = PORT;
+        }
+        Ok((attr, shared.cap, shared.sq_sig_all))
+    }
+}
+
+/// Checks the values of the attributes in `mask` against what srdma supports.
+fn validate(attr: &QpAttr, mask: QpAttrMask) -> Result {
+    let bad = (mask.has(QpAttrMask::PORT) && attr.port_num != PORT)
+        || (mask.has(QpAttrMask::PKEY_INDEX) && attr.pkey_index != 0)
+        || (mask.has(QpAttrMask::PATH_MTU) && !(1..=5).contains(&attr.path_mtu))
+        || (mask.has(QpAttrMask::TIMEOUT) && attr.timeout > 31)
+        || (mask.has(QpAttrMask::RETRY_CNT) && attr.retry_cnt > 7)
+        || (mask.has(QpAttrMask::RNR_RETRY) && attr.rnr_retry > 7)
+        || (mask.has(QpAttrMask::MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
+        || (mask.has(QpAttrMask::MAX_QP_RD_ATOMIC) && u32::from(attr.max_rd_atomic) > MAX_RD_ATOM)
+        || (mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC)
+            && u32::from(attr.max_dest_rd_atomic) > MAX_RD_ATOM)
+        || (mask.has(QpAttrMask::ACCESS_FLAGS) && attr.qp_access_flags & !QP_ACCESS_FLAGS != 0)
+        || (mask.has(QpAttrMask::DEST_QPN) && attr.dest_qp_num > 0xff_ffff)
+        || (mask.has(QpAttrMask::AV)
+            && (u32::from(attr.ah_attr.sgid_index) >= GID_TBL_LEN
+                || (attr.ah_attr.port_num != 0 && attr.ah_attr.port_num != PORT)));
+    if bad {
+        return Err(EINVAL);
+    }
+    Ok(())
+}

@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs (`struct ib_qp`) and their attributes.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
+
+use super::{cq::Cq, device::Device, driver::Driver, pd::Pd};
+use crate::{bindings, types::Opaque};
+use core::ops::Deref;
+
+/// The state of a QP (`enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u32)]
+pub enum QpState {
+    /// Newly created or reset: no work is processed.
+    #[default]
+    Reset = bindings::ib_qp_state_IB_QPS_RESET,
+    /// Initialised: receives may be posted.
+    Init = bindings::ib_qp_state_IB_QPS_INIT,
+    /// Ready to receive.
+    Rtr = bindings::ib_qp_state_IB_QPS_RTR,
+    /// Ready to send.
+    Rts = bindings::ib_qp_state_IB_QPS_RTS,
+    /// Send queue drained.
+    Sqd = bindings::ib_qp_state_IB_QPS_SQD,
+    /// Send queue error (UC and UD).
+    Sqe = bindings::ib_qp_state_IB_QPS_SQE,
+    /// Error: work requests are flushed.
+    Err = bindings::ib_qp_state_IB_QPS_ERR,
+}
+
+impl QpState {
+    /// Converts a raw `enum ib_qp_state`.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return None,
+        })
+    }
+}
+
+/// The transport type of a QP (`enum ib_qp_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// The subnet management QP (QP0).
+    Smi,
+    /// The general services QP (QP1).
+    Gsi,
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// Any other type, with its raw value.
+    Other(u32),
+}
+
+impl QpType {
+    fn from_raw(raw: u32) -> Self {
+        match raw {
+            bindings::ib_qp_type_IB_QPT_SMI => Self::Smi,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            other => Self::Other(other),
+        }
+    }
+
+    fn as_raw(self) -> u32 {
+        match self {
+            Self::Smi => bindings::ib_qp_type_IB_QPT_SMI,
+            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+            Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
+            Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
+            Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            Self::Other(raw) => raw,
+        }
+    }
+}
+
+/// The capacities of a QP's queues (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpCap {
+    /// Work requests in the send queue.
+    pub max_send_wr: u32,
+    /// Work requests in the receive queue.
+    pub max_recv_wr: u32,
+    /// Scatter/gather entries per send work request.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries per receive work request.
+    pub max_recv_sge: u32,
+    /// Bytes of inline data per send work request.
+    pub max_inline_data: u32,
+}
+
+impl QpCap {
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn write_raw(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// What a QP is created with (`struct ib_qp_init_attr`).
+pub struct QpInitAttr<'a, T: Driver> {
+    /// The transport type.
+    pub qp_type: QpType,
+    /// The requested queue capacities.
+    pub cap: QpCap,
+    /// Whether every send work request completes with a CQE (`IB_SIGNAL_ALL_WR`).
+    pub sq_sig_all: bool,
+    /// `IB_QP_CREATE_*` flags.
+    pub create_flags: u32,
+    /// The port, for special QPs.
+    pub port_num: u32,
+    /// The CQ of the send queue.
+    pub send_cq: Option<&'a Cq<T>>,
+    /// The CQ of the receive queue.
+    pub recv_cq: Option<&'a Cq<T>>,
+    /// Whether receives come from a shared receive queue.
+    pub has_srq: bool,
+}
+
+/// An address vector for RoCE (`struct rdma_ah_attr` of type RoCE, with its GRH).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Destination GID.
+    pub dgid: [u8; 16],
+    /// IPv6 flow label.
+    pub flow_label: u32,
+    /// Index of the source GID in the port's GID table.
+    pub sgid_index: u8,
+    /// IP hop limit (TTL).
+    pub hop_limit: u8,
+    /// IP traffic class (DSCP and ECN).
+    pub traffic_class: u8,
+    /// Service level.
+    pub sl: u8,
+    /// Static rate (`enum ib_rate`).
+    pub static_rate: u8,
+    /// Port number.
+    pub port_num: u32,
+    /// Destination MAC address, as ib_core resolved it.
+    pub dmac: [u8; 6],
+}
+
+impl AhAttr {
+    /// Reads a RoCE address vector; fails for other kinds.
+    pub(crate) fn from_raw(a: &bindings::rdma_ah_attr) -> Option<Self> {
+        if a.type_ != bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE {
+            return None;
+        }
+        // SAFETY: Every `ib_gid` bit pattern is a valid byte array; for RoCE attributes the
+        // `roce` member of the union is the active one.
+        let (dgid, dmac) = unsafe { (a.grh.dgid.raw, a.__bindgen_anon_1.roce.dmac) };
+        Some(Self {
+            dgid,
+            flow_label: a.grh.flow_label,
+            sgid_index: a.grh.sgid_index,
+            hop_limit: a.grh.hop_limit,
+            traffic_class: a.grh.traffic_class,
+            sl: a.sl,
+            static_rate: a.static_rate,
+            port_num: a.port_num,
+            dmac,
+        })
+    }
+
+    /// Writes a RoCE address vector without a GID attribute reference.
+    pub(crate) fn write_raw(&self, a: &mut bindings::rdma_ah_attr) {
+        a.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        a.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+        a.grh.sgid_attr = core::ptr::null();
+        a.grh.dgid.raw = self.dgid;
+        a.grh.flow_label = self.flow_label;
+        a.grh.sgid_index = self.sgid_index;
+        a.grh.hop_limit = self.hop_limit;
+        a.grh.traffic_class = self.traffic_class;
+        a.sl = self.sl;
+        a.static_rate = self.static_rate;
+        a.port_num = self.port_num;
+        a.__bindgen_anon_1.roce.dmac = self.dmac;
+    }
+}
+
+/// The attributes of a QP (`struct ib_qp_attr`), as modified and queried.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpAttr {
+    /// The state.
+    pub qp_state: QpState,
+    /// The state the caller believes the QP is in.
+    pub cur_qp_state: QpState,
+    /// Path MTU (`enum ib_mtu`, raw).
+    pub path_mtu: u32,
+    /// Q_Key for UD.
+    pub qkey: u32,
+    /// Receive PSN.
+    pub rq_psn: u32,
+    /// Send PSN.
+    pub sq_psn: u32,
+    /// Destination QP number for connected QPs.
+    pub dest_qp_num: u32,
+    /// `IB_ACCESS_REMOTE_*` rights of incoming RDMA.
+    pub qp_access_flags: u32,
+    /// Queue capacities.
+    pub cap: QpCap,
+    /// Primary path for connected QPs.
+    pub ah_attr: AhAttr,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Whether to report the drained SQ.
+    pub en_sqd_async_notify: u8,
+    /// Whether the SQ is still draining.
+    pub sq_draining: u8,
+    /// Outstanding RDMA reads and atomics initiated.
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA reads and atomics responded to.
+    pub max_dest_rd_atomic: u8,
+    /// Minimum RNR NAK timer.
+    pub min_rnr_timer: u8,
+    /// Port number.
+    pub port_num: u32,
+    /// Local ACK timeout (exponent of 4.096 µs).
+    pub timeout: u8,
+    /// Retries on timeout.
+    pub retry_cnt: u8,
+    /// Retries on RNR NAK (7 means infinite).
+    pub rnr_retry: u8,
+}
+
+/// Which attributes of a [`QpAttr`] a modify or query concerns (`enum ib_qp_attr_mask`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpAttrMask(pub u32);
+
+impl QpAttrMask {
+    /// `IB_QP_STATE`.
+    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    /// `IB_QP_CUR_STATE`.
+    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
+    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+    /// `IB_QP_ACCESS_FLAGS`.
+    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    /// `IB_QP_PKEY_INDEX`.
+    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    /// `IB_QP_PORT`.
+    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    /// `IB_QP_QKEY`.
+    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    /// `IB_QP_AV`.
+    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    /// `IB_QP_PATH_MTU`.
+    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    /// `IB_QP_TIMEOUT`.
+    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    /// `IB_QP_RETRY_CNT`.
+    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    /// `IB_QP_RNR_RETRY`.
+    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    /// `IB_QP_RQ_PSN`.
+    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    /// `IB_QP_MAX_QP_RD_ATOMIC`.
+    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    /// `IB_QP_ALT_PATH`.
+    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+    /// `IB_QP_MIN_RNR_TIMER`.
+    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    /// `IB_QP_SQ_PSN`.
+    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    /// `IB_QP_MAX_DEST_RD_ATOMIC`.
+    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    /// `IB_QP_PATH_MIG_STATE`.
+    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+    /// `IB_QP_CAP`.
+    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    /// `IB_QP_DEST_QPN`.
+    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+    /// `IB_QP_RATE_LIMIT`.
+    pub const RATE_LIMIT: u32 = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
+
+    /// Returns whether every bit of `bits` is set.
+    pub fn has(self, bits: u32) -> bool {
+        self.0 & bits == bits
+    }
+}
+
+impl QpAttr {
+    pub(crate) fn from_raw(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Option<Self> {
+        let state = |raw| QpState::from_raw(raw).unwrap_or(QpState::Err);
+        let ah_attr = if mask.has(QpAttrMask::AV) {
+            AhAttr::from_raw(&a.ah_attr)?
+        } else {
+            AhAttr::default()
+        };
+        Some(Self {
+            qp_state: if mask.has(QpAttrMask::STATE) {
+                QpState::from_raw(a.qp_state)?
+            } else {
+                state(a.qp_state)
+            },
+            cur_qp_state: if mask.has(QpAttrMask::CUR_STATE) {
+                QpState::from_raw(a.cur_qp_state)?
+            } else {
+                state(a.cur_qp_state)
+            },
+            path_mtu: a.path_mtu,
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            qp_access_flags: a.qp_access_flags as u32,
+            cap: QpCap::from_raw(&a.cap),
+            ah_attr,
+            pkey_index: a.pkey_index,
+            en_sqd_async_notify: a.en_sqd_async_notify,
+            sq_draining: a.sq_draining,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port_num: a.port_num,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+        })
+    }
+
+    pub(crate) fn write_raw(&self, a: &mut bindings::ib_qp_attr) {
+        a.qp_state = self.qp_state as u32;
+        a.cur_qp_state = self.cur_qp_state as u32;
+        a.path_mtu = self.path_mtu;
+        a.qkey = self.qkey;
+        a.rq_psn = self.rq_psn;
+        a.sq_psn = self.sq_psn;
+        a.dest_qp_num = self.dest_qp_num;
+        a.qp_access_flags = self.qp_access_flags as i32;
+        self.cap.write_raw(&mut a.cap);
+        self.ah_attr.write_raw(&mut a.ah_attr);
+        a.pkey_index = self.pkey_index;
+        a.en_sqd_async_notify = self.en_sqd_async_notify;
+        a.sq_draining = self.sq_draining;
+        a.max_rd_atomic = self.max_rd_atomic;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.min_rnr_timer = self.min_rnr_timer;
+        a.port_num = self.port_num;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+    }
+}
+
+/// Returns whether the IB specification allows moving a QP of `qp_type` from `cur` to `next`
+/// with exactly the attributes in `mask` (`ib_modify_qp_is_ok`).
+pub fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
+    // SAFETY: A pure function of its arguments.
+    unsafe { bindings::ib_modify_qp_is_ok(cur as u32, next as u32, qp_type.as_raw(), mask.0) }
+}
+
+/// What [`Driver::create_qp`] returns: the driver's data, the QP number it chose and the
+/// capacities the QP really has (at least the requested ones).
+pub struct QpCreated<Q> {
+    /// The driver's data of the QP.
+    pub data: Q,
+    /// The QP number.
+    pub qp_num: u32,
+    /// The real capacities.
+    pub cap: QpCap,
+}
+
+/// A queue pair of driver `T`: ib_core's `struct ib_qp` followed by the driver's data.
+///
+/// # Invariants
+///
+/// A `&Qp<T>` is only handed out while the QP is alive with `data` initialised, and its device
+/// is a `Device<T>`.
+#[repr(C)]
+pub struct Qp<T: Driver> {
+    ib: Opaque<bindings::ib_qp>,
+    pub(crate) data: T::Qp,
+}
+
+// SAFETY: `T::Qp` is `Send + Sync`; the C part is managed by ib_core.
+unsafe impl<T: Driver> Send for Qp<T> {}
+// SAFETY: See `Send`.
+unsafe impl<T: Driver> Sync for Qp<T> {}
+
+impl<T: Driver> Qp<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a live, initialised QP of `T` for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_qp) -> &'a Self {
+        // SAFETY: The QP is the first field of a `repr(C)` `Qp<T>` (caller guarantee).
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// Returns the device of the QP.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: ib_core sets `device` before calling the driver; it is a `Device<T>`.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// Returns the PD of the QP.
+    pub fn pd(&self) -> &Pd<T> {
+        // SAFETY: ib_core sets `pd` at creation; it outlives the QP and is a `Pd<T>`.
+        unsafe { Pd::from_raw((*self.ib.get()).pd) }
+    }
+
+    /// Returns the QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: Set once at creation, before the QP is shared.
+        unsafe { (*self.ib.get()).qp_num }
+    }
+
+    /// Returns the transport type.
+    pub fn qp_type(&self) -> QpType {
+        // SAFETY: Set once at creation, before the QP is shared.
+        QpType::from_raw(unsafe { (*self.ib.get()).qp_type })
+    }
+}
+
+impl<T: Driver> Deref for Qp<T> {
+    type Target = T::Qp;
+
+    fn deref(&self) -> &T::Qp {
+        &self.data
+    }
+}
+
+pub(crate) fn init_attr_from_raw<'a, T: Driver>(
+    a: &bindings::ib_qp_init_attr,
+) -> QpInitAttr<'a, T> {
+    // SAFETY: The CQs of a QP on a `T` device are `T` CQs, alive while the QP is created.
+    let cq = |p: *mut bindings::ib_cq| (!p.is_null()).then(|| unsafe { Cq::from_raw(p) });
+    QpInitAttr {
+        qp_type: QpType::from_raw(a.qp_type),
+        cap: QpCap::from_raw(&a.cap),
+        sq_sig_all: a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+        create_flags: a.create_flags,
+        port_num: a.port_num,
+        send_cq: cq(a.send_cq),
+        recv_cq: cq(a.recv_cq),
+        has_srq: !a.srq.is_null(),
+    }
+}
+
+pub(crate) fn write_init_attr(cap: &QpCap, sq_sig_all: bool, a: &mut bindings::ib_qp_init_attr) {
+    cap.write_raw(&mut a.cap);
+    a.sq_sig_type = if sq_sig_all {
+        bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+    } else {
+        bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+    };
+}

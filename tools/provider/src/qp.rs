@@ -1,0 +1,166 @@
+//! Queue pairs: the SQ and RQ rings and the doorbell record are mapped from the kernel.
+
+use crate::context::{map, SrdmaContext};
+use crate::driver::*;
+use crate::ffi::*;
+use crate::set_errno;
+use core::mem::size_of;
+use core::ptr::null_mut;
+use libc::{c_int, c_void};
+
+/// The provider's QP; `vqp` comes first so that `ibv_qp *` and `SrdmaQp *` are the same address.
+#[repr(C)]
+pub struct SrdmaQp {
+    pub vqp: VerbsQp,
+    pub sq: *mut u8,
+    pub sq_len: usize,
+    pub rq: *mut u8,
+    pub rq_len: usize,
+    pub db: *mut u8,
+    pub geometry: srdma_create_qp_resp,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct CreateQpResp {
+    core: ib_uverbs_create_qp_resp,
+    drv: srdma_create_qp_resp,
+}
+
+impl SrdmaQp {
+    /// Unmaps the rings; the doorbell page belongs to the context.
+    ///
+    /// # Safety
+    ///
+    /// The rings must be mappings of this QP that nothing uses any more.
+    unsafe fn unmap(&mut self) {
+        for (p, len) in [(self.sq, self.sq_len), (self.rq, self.rq_len)] {
+            if !p.is_null() {
+                // SAFETY: A mapping made by `create_qp` of exactly `len` bytes.
+                unsafe { libc::munmap(p.cast::<c_void>(), len) };
+            }
+        }
+        self.sq = null_mut();
+        self.rq = null_mut();
+    }
+
+    fn map_rings(&mut self, ctx: &SrdmaContext) -> Result<(), i32> {
+        let g = self.geometry;
+        self.sq = map(ctx.cmd_fd(), g.sq_mmap_key, g.sq_size as usize)?;
+        self.sq_len = g.sq_size as usize;
+        if g.rq_size != 0 {
+            self.rq = map(ctx.cmd_fd(), g.rq_mmap_key, g.rq_size as usize)?;
+            self.rq_len = g.rq_size as usize;
+        }
+        self.db = ctx.doorbell(&g.db)?;
+        Ok(())
+    }
+}
+
+pub(crate) unsafe extern "C" fn create_qp(
+    pd: *mut ibv_pd,
+    attr: *mut ibv_qp_init_attr,
+) -> *mut ibv_qp {
+    // SAFETY: `pd` is a PD of one of our contexts.
+    let ctx = unsafe { SrdmaContext::from_ibv((*pd).context) };
+    // SAFETY: All-zero is the expected initial state of the C parts.
+    let qp = Box::into_raw(Box::new(SrdmaQp {
+        vqp: unsafe { core::mem::zeroed() },
+        sq: null_mut(),
+        sq_len: 0,
+        rq: null_mut(),
+        rq_len: 0,
+        db: null_mut(),
+        geometry: srdma_create_qp_resp::default(),
+    }));
+    // `struct ibv_create_qp`, filled by the library; srdma adds no request data.
+    let mut cmd = [0u64; 8];
+    let mut resp = CreateQpResp::default();
+    // SAFETY: Valid PD, attributes, object and buffers of the sizes given.
+    let ret = unsafe {
+        ibv_cmd_create_qp(
+            pd,
+            qp.cast(),
+            attr,
+            cmd.as_mut_ptr().cast(),
+            size_of::<[u64; 8]>(),
+            (&mut resp as *mut CreateQpResp).cast(),
+            size_of::<CreateQpResp>(),
+        )
+    };
+    if ret != 0 {
+        // SAFETY: Not handed out.
+        drop(unsafe { Box::from_raw(qp) });
+        set_errno(ret);
+        return null_mut();
+    }
+    // SAFETY: `qp` is ours until returned.
+    let q = unsafe { &mut *qp };
+    q.geometry = resp.drv;
+    if let Err(e) = q.map_rings(ctx) {
+        // SAFETY: Undo the creation; the QP was not handed out.
+        unsafe {
+            ibv_cmd_destroy_qp(qp.cast());
+            q.unmap();
+            drop(Box::from_raw(qp));
+        }
+        set_errno(e);
+        return null_mut();
+    }
+    qp.cast()
+}
+
+pub(crate) unsafe extern "C" fn destroy_qp(ibqp: *mut ibv_qp) -> c_int {
+    // SAFETY: `ibqp` is a QP of ours.
+    let ret = unsafe { ibv_cmd_destroy_qp(ibqp) };
+    if ret != 0 {
+        return ret;
+    }
+    let qp = ibqp.cast::<SrdmaQp>();
+    // SAFETY: The kernel QP is gone; unmap and free what `create_qp` made.
+    unsafe {
+        (*qp).unmap();
+        drop(Box::from_raw(qp));
+    }
+    0
+}
+
+pub(crate) unsafe extern "C" fn modify_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    mask: c_int,
+) -> c_int {
+    // `struct ibv_modify_qp`, filled by the library.
+    let mut cmd = [0u64; 15];
+    // SAFETY: Arguments as libibverbs passed them; `cmd` has the size given.
+    unsafe {
+        ibv_cmd_modify_qp(
+            qp,
+            attr,
+            mask,
+            cmd.as_mut_ptr().cast(),
+            size_of::<[u64; 15]>(),
+        )
+    }
+}
+
+pub(crate) unsafe extern "C" fn query_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    mask: c_int,
+    init_attr: *mut ibv_qp_init_attr,
+) -> c_int {
+    // `struct ibv_query_qp`, filled by the library.
+    let mut cmd = [0u64; 3];
+    // SAFETY: Arguments as libibverbs passed them; `cmd` has the size given.
+    unsafe {
+        ibv_cmd_query_qp(
+            qp,
+            attr,
+            mask,
+            init_attr,
+            cmd.as_mut_ptr().cast(),
+            size_of::<[u64; 3]>(),
+        )
+    }
+}
