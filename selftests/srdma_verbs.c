@@ -63,7 +63,10 @@ static int hold(const char *name, int n)
 		struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 		struct ibv_cq *cq = ctx ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
 
-		if (!pd || !cq || !make_qp(pd, cq, IBV_QPT_RC, small_cap)) {
+		static char buf[4096];
+
+		if (!pd || !cq || !make_qp(pd, cq, IBV_QPT_RC, small_cap) ||
+		    !ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) {
 			perror("hold");
 			return 1;
 		}
@@ -72,6 +75,26 @@ static int hold(const char *name, int n)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+/* Run with RLIMIT_MEMLOCK at 64 KiB and without CAP_IPC_LOCK. */
+static int memlock(const char *name)
+{
+	struct ibv_context *ctx = open_dev(name);
+	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	size_t big = 1 << 20, small = 16 << 10;
+	char *mem = aligned_alloc(4096, big);
+	struct ibv_mr *mr;
+
+	printf("TAP version 13\n");
+	errno = 0;
+	mr = pd ? ibv_reg_mr(pd, mem, big, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	result(!mr && errno == ENOMEM, "MR of 1 MiB beyond RLIMIT_MEMLOCK of 64 KiB: ENOMEM (errno %d)", errno);
+	mr = pd ? ibv_reg_mr(pd, mem, small, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	result(mr != NULL, "MR of 16 KiB within the limit");
+	result(mr && !ibv_dereg_mr(mr), "dereg it");
+	printf("1..%d\n", test_num);
+	return failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -89,6 +112,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[2], "hold"))
 		return hold(argv[1], atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[2], "memlock"))
+		return memlock(argv[1]);
 
 	printf("TAP version 13\n");
 	ctx = open_dev(argv[1]);
@@ -302,6 +327,104 @@ int main(int argc, char **argv)
 		result(rc && !ibv_destroy_qp(rc) && !ibv_destroy_qp(uc) && !ibv_destroy_qp(ud),
 		       "destroy the QPs");
 		result(!ibv_destroy_cq(cq) && !ibv_dealloc_pd(pd), "destroy their CQ and PD");
+	}
+
+	/* Memory regions. */
+	{
+		size_t len = 1 << 20;
+		char *mem = malloc(len + 123);
+		long pg = sysconf(_SC_PAGESIZE);
+		void *hole;
+		struct ibv_mr *mr, *mr2;
+
+		pd = ibv_alloc_pd(ctx);
+		mr = ibv_reg_mr(pd, mem + 123, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		result(mr && mr->lkey && mr->rkey && mr->addr == mem + 123 && mr->length == len,
+		       "MR of 1 MiB at an unaligned address: lkey 0x%x rkey 0x%x",
+		       mr ? mr->lkey : 0, mr ? mr->rkey : 0);
+		mr2 = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
+		result(mr2 && mr2->lkey != mr->lkey, "a second MR over the same memory, its own key");
+		result(mr && !ibv_dereg_mr(mr) && mr2 && !ibv_dereg_mr(mr2), "dereg both");
+		hole = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		munmap(hole, 4 * pg);
+		errno = 0;
+		mr = ibv_reg_mr(pd, hole, 4 * pg, IBV_ACCESS_LOCAL_WRITE);
+		result(!mr && errno == EFAULT, "MR over unmapped memory: EFAULT (errno %d)", errno);
+		errno = 0;
+		mr = ibv_reg_mr(pd, mem, 0, IBV_ACCESS_LOCAL_WRITE);
+		result(!mr && errno == EINVAL, "MR of 0 bytes: EINVAL (errno %d)", errno);
+		errno = 0;
+		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_REMOTE_WRITE);
+		result(!mr && errno == EINVAL, "remote write without local write: EINVAL (errno %d)", errno);
+		errno = 0;
+		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		result(!mr && errno == EOPNOTSUPP, "MW_BIND access: EOPNOTSUPP (errno %d)", errno);
+		errno = 0;
+		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+		result(!mr && errno == EOPNOTSUPP, "on-demand paging: EOPNOTSUPP (errno %d)", errno);
+		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+		result(mr && !ibv_dereg_mr(mr), "relaxed ordering (an optional hint) is accepted");
+		ibv_dealloc_pd(pd);
+		free(mem);
+	}
+
+	/* Shared receive queues. */
+	{
+		struct ibv_srq_init_attr sia = { .attr = { .max_wr = 100, .max_sge = 2 } };
+		struct ibv_srq_attr sa;
+		struct ibv_srq *srq, *bad;
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp *qp;
+
+		pd = ibv_alloc_pd(ctx);
+		cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		srq = ibv_create_srq(pd, &sia);
+		result(srq && sia.attr.max_wr >= 100 && sia.attr.max_sge >= 2,
+		       "SRQ of 100 WRs (got %u)", sia.attr.max_wr);
+		result(srq && !ibv_query_srq(srq, &sa) && sa.max_wr == sia.attr.max_wr &&
+		       sa.srq_limit == 0, "query SRQ: max_wr %u, limit 0", sa.max_wr);
+		sa = (struct ibv_srq_attr){ .srq_limit = 10 };
+		result(srq && !ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) && !ibv_query_srq(srq, &sa) &&
+		       sa.srq_limit == 10, "arm the SRQ limit at 10");
+		sa = (struct ibv_srq_attr){ .srq_limit = 100000 };
+		result(srq && ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == EINVAL, "limit above max_wr: EINVAL");
+		sa = (struct ibv_srq_attr){ .max_wr = 1000 };
+		result(srq && ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == EOPNOTSUPP,
+		       "resize: EOPNOTSUPP (not in device caps)");
+		ia = (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, .srq = srq,
+						.cap = small_cap, .qp_type = IBV_QPT_RC };
+		qp = ibv_create_qp(pd, &ia);
+		result(qp != NULL, "RC QP on the SRQ");
+		result(qp && !ibv_destroy_qp(qp), "destroy that QP");
+		errno = 0;
+		bad = ibv_create_srq(pd, &(struct ibv_srq_init_attr){ .attr = { .max_wr = 16385, .max_sge = 1 } });
+		result(!bad && errno == EINVAL, "SRQ above max_srq_wr: EINVAL");
+		errno = 0;
+		bad = ibv_create_srq(pd, &(struct ibv_srq_init_attr){ .attr = { .max_wr = 4, .max_sge = 33 } });
+		result(!bad && errno == EINVAL, "SRQ above max_srq_sge: EINVAL");
+		result(srq && !ibv_destroy_srq(srq), "destroy the SRQ");
+
+		/* Address handles. */
+		{
+			union ibv_gid gid;
+			struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+			struct ibv_ah *ah;
+
+			ibv_query_gid(ctx, 1, 1, &gid);
+			aa.grh.dgid = gid;
+			aa.grh.sgid_index = 1;
+			aa.grh.hop_limit = 1;
+			ah = ibv_create_ah(pd, &aa);
+			result(ah != NULL, "AH to GID index 1");
+			result(ah && !ibv_destroy_ah(ah), "destroy the AH");
+			aa.grh.sgid_index = 200;
+			errno = 0;
+			ah = ibv_create_ah(pd, &aa);
+			result(!ah && errno != 0, "AH with a source GID index beyond the table fails (errno %d)", errno);
+		}
+		ibv_destroy_cq(cq);
+		ibv_dealloc_pd(pd);
 	}
 
 	result(!ibv_close_device(ctx), "ibv_close_device");

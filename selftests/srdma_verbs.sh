@@ -58,6 +58,7 @@ check_eq "rdma res: 3 contexts" 3 "$(res ctx)"
 check_eq "rdma res: 3 PDs" 3 "$(res pd)"
 check_eq "rdma res: 3 CQs" 3 "$(res cq)"
 check_eq "rdma res: 3 QPs" 3 "$(res qp)"
+check_eq "rdma res: 3 MRs" 3 "$(res mr)"
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
 holder=
@@ -65,6 +66,19 @@ check "SIGKILL: contexts released" wait_for 10 eval '[ "$(res ctx)" = 0 ]'
 check_eq "SIGKILL: PDs released" 0 "$(res pd)"
 check_eq "SIGKILL: CQs released" 0 "$(res cq)"
 check_eq "SIGKILL: QPs released" 0 "$(res qp)"
+check_eq "SIGKILL: MRs released" 0 "$(res mr)"
+
+# Pinning is charged to RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK.
+if command -v setpriv >/dev/null; then
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "memlock: ${line#ok [0-9]* }" ;;
+		"not ok "*) fail "memlock: ${line#not ok [0-9]* }" ;;
+		esac
+	done < <(ulimit -l 64; setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "$bin" srdma0 memlock 2>&1)
+else
+	skip "memlock: MR beyond RLIMIT_MEMLOCK" "setpriv not installed"
+fi
 check "device can be deleted after all that" rdma link delete srdma0
 
 finish

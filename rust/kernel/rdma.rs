@@ -11,14 +11,17 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h).
 
+pub mod ah;
 pub mod attr;
 pub mod cq;
 pub mod device;
 pub mod driver;
 pub mod link;
 pub mod mmap;
+pub mod mr;
 pub mod pd;
 pub mod qp;
+pub mod srq;
 pub mod uapi;
 pub mod ucontext;
 pub mod udata;

@@ -5,12 +5,15 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
 use super::{
+    ah::Ah,
     attr::{DeviceAttr, LinkLayer, PortAttr, PortImmutable},
     cq::{Cq, CqInitAttr},
     device::Device,
     mmap::EntryInner,
+    mr::{self, Mr, MrCreated, UserRegion},
     pd::Pd,
-    qp::{self, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+    qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+    srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
     ucontext::{Ucontext, User},
     udata::UData,
     DriverId,
@@ -43,6 +46,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Cq: Send + Sync;
     /// The driver's data of a queue pair.
     type Qp: Send + Sync;
+    /// The driver's data of a memory region.
+    type Mr: Send + Sync;
+    /// The driver's data of a shared receive queue.
+    type Srq: Send + Sync;
+    /// The driver's data of an address handle.
+    type Ah: Send + Sync;
 
     /// Reports the device's attributes and limits (`query_device`).
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
@@ -112,6 +121,57 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Registers user memory as a memory region of `pd` (`reg_user_mr`); dropped on
+    /// `dereg_mr`.
+    fn reg_user_mr(
+        _pd: &Pd<Self>,
+        _region: &UserRegion,
+        _user: Option<User<'_, Self>>,
+    ) -> Result<MrCreated<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the memory region of all kernel memory for kernel callers (`get_dma_mr`).
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<MrCreated<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver's part of a shared receive queue (`create_srq`) and returns it with
+    /// the attributes it really has; dropped on `destroy_srq`.
+    fn create_srq(
+        _pd: &Pd<Self>,
+        _srq_type: SrqType,
+        _attr: &SrqAttr,
+        _user: Option<User<'_, Self>>,
+    ) -> Result<(Self::Srq, SrqAttr)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes in `mask` of an SRQ (`modify_srq`).
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _attr: &SrqAttr,
+        _mask: SrqAttrMask,
+        _udata: Option<UData<'_>>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Returns the attributes of an SRQ (`query_srq`).
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver's part of an address handle (`create_ah`, `create_user_ah`);
+    /// dropped on `destroy_ah`.
+    fn create_ah(
+        _pd: &Pd<Self>,
+        _attr: &AhAttr,
+        _user: Option<User<'_, Self>>,
+    ) -> Result<Self::Ah> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Returns entry `index` of the P_Key table of port `port` (`query_pkey`).
     fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -149,6 +209,58 @@ impl<T: Driver> Adapter<T> {
         size_ib_pd: core::mem::size_of::<Pd<T>>(),
         size_ib_cq: core::mem::size_of::<Cq<T>>(),
         size_ib_qp: core::mem::size_of::<Qp<T>>(),
+        size_ib_srq: core::mem::size_of::<Srq<T>>(),
+        size_ib_ah: core::mem::size_of::<Ah<T>>(),
+        reg_user_mr: if T::HAS_REG_USER_MR {
+            Some(Self::reg_user_mr)
+        } else {
+            None
+        },
+        get_dma_mr: if T::HAS_GET_DMA_MR {
+            Some(Self::get_dma_mr)
+        } else {
+            None
+        },
+        dereg_mr: if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR {
+            Some(Self::dereg_mr)
+        } else {
+            None
+        },
+        create_srq: if T::HAS_CREATE_SRQ {
+            Some(Self::create_srq)
+        } else {
+            None
+        },
+        destroy_srq: if T::HAS_CREATE_SRQ {
+            Some(Self::destroy_srq)
+        } else {
+            None
+        },
+        modify_srq: if T::HAS_MODIFY_SRQ {
+            Some(Self::modify_srq)
+        } else {
+            None
+        },
+        query_srq: if T::HAS_QUERY_SRQ {
+            Some(Self::query_srq)
+        } else {
+            None
+        },
+        create_ah: if T::HAS_CREATE_AH {
+            Some(Self::create_ah)
+        } else {
+            None
+        },
+        create_user_ah: if T::HAS_CREATE_AH {
+            Some(Self::create_ah)
+        } else {
+            None
+        },
+        destroy_ah: if T::HAS_CREATE_AH {
+            Some(Self::destroy_ah)
+        } else {
+            None
+        },
         create_qp: if T::HAS_CREATE_QP {
             Some(Self::create_qp)
         } else {
@@ -565,5 +677,180 @@ impl<T: Driver> Adapter<T> {
             }
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live PD of `T` and `udata` null or valid.
+    unsafe extern "C" fn reg_user_mr(
+        ibpd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let reg = || -> Result<*mut bindings::ib_mr> {
+            // SAFETY: A live PD of `T`.
+            let pd = unsafe { mr::pd_of::<T>(ibpd) };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let region = UserRegion {
+                start,
+                length,
+                iova,
+                access: access as u32,
+            };
+            Mr::<T>::into_raw(T::reg_user_mr(pd, &region, user)?)
+        };
+        match reg() {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live kernel PD of `T`.
+    unsafe extern "C" fn get_dma_mr(
+        ibpd: *mut bindings::ib_pd,
+        access: crate::ffi::c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: A live PD of `T`.
+        let pd = unsafe { mr::pd_of::<T>(ibpd) };
+        match T::get_dma_mr(pd, access as u32).and_then(Mr::<T>::into_raw) {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for an MR made by `reg_user_mr` or `get_dma_mr`.
+    unsafe extern "C" fn dereg_mr(
+        ibmr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The MR came from `Mr::<T>::into_raw` and ib_core is done with it.
+        unsafe { Mr::<T>::free(ibmr) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed SRQ of `size_ib_srq` bytes whose `device` and `pd` are set,
+    /// valid attributes, and `udata` null or valid.
+    unsafe extern "C" fn create_srq(
+        ibsrq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `pd` before calling the driver.
+            let pd = unsafe { Pd::<T>::from_raw((*ibsrq).pd) };
+            // SAFETY: `init` is valid for the call.
+            let (srq_type, attr) = unsafe {
+                (
+                    SrqType::from_raw((*init).srq_type),
+                    SrqAttr::from_raw(&(*init).attr),
+                )
+            };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let (data, real) = T::create_srq(pd, srq_type, &attr, user)?;
+            let srq = ibsrq.cast::<Srq<T>>();
+            // SAFETY: The data slot is ours to initialise (`destroy_srq` drops it); the real
+            // attributes are reported back through `init`.
+            unsafe {
+                core::ptr::addr_of_mut!((*srq).data).write(data);
+                real.write_raw(&mut (*init).attr);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for an SRQ that `create_srq` initialised.
+    unsafe extern "C" fn destroy_srq(
+        ibsrq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        let srq = ibsrq.cast::<Srq<T>>();
+        // SAFETY: The data was initialised by `create_srq` and is not used any more.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*srq).data)) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live SRQ of `T` and valid attributes.
+    unsafe extern "C" fn modify_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ of `T`.
+            let srq = unsafe { Srq::<T>::from_raw(ibsrq) };
+            // SAFETY: `attr` is valid for the call.
+            let attr = SrqAttr::from_raw(unsafe { &*attr });
+            // SAFETY: `udata` is null or valid for the call.
+            let udata = unsafe { UData::from_raw(udata) };
+            T::modify_srq(srq, &attr, SrqAttrMask(mask), udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live SRQ of `T` and a valid output.
+    unsafe extern "C" fn query_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ of `T`.
+            let srq = unsafe { Srq::<T>::from_raw(ibsrq) };
+            let value = T::query_srq(srq)?;
+            // SAFETY: `attr` is valid for writes.
+            value.write_raw(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed AH of `size_ib_ah` bytes whose `device` and `pd` are set, valid
+    /// attributes, and `udata` null or valid.
+    unsafe extern "C" fn create_ah(
+        ibah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `pd` before calling the driver.
+            let pd = unsafe { Pd::<T>::from_raw((*ibah).pd) };
+            // SAFETY: `init` and its `ah_attr` are valid for the call.
+            let attr = AhAttr::from_raw(unsafe { &*(*init).ah_attr }).ok_or(EINVAL)?;
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let data = T::create_ah(pd, &attr, user)?;
+            let ah = ibah.cast::<Ah<T>>();
+            // SAFETY: The data slot is ours to initialise; `destroy_ah` drops it.
+            unsafe { core::ptr::addr_of_mut!((*ah).data).write(data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for an AH that `create_ah` initialised.
+    unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> crate::ffi::c_int {
+        let ah = ibah.cast::<Ah<T>>();
+        // SAFETY: The data was initialised by `create_ah` and is not used any more.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ah).data)) };
+        0
     }
 }

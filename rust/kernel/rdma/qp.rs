@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{cq::Cq, device::Device, driver::Driver, pd::Pd};
+use super::{cq::Cq, device::Device, driver::Driver, pd::Pd, srq::Srq};
 use crate::{bindings, types::Opaque};
 use core::ops::Deref;
 
@@ -137,8 +137,8 @@ pub struct QpInitAttr<'a, T: Driver> {
     pub send_cq: Option<&'a Cq<T>>,
     /// The CQ of the receive queue.
     pub recv_cq: Option<&'a Cq<T>>,
-    /// Whether receives come from a shared receive queue.
-    pub has_srq: bool,
+    /// The shared receive queue that receives come from, if any.
+    pub srq: Option<&'a Srq<T>>,
 }
 
 /// An address vector for RoCE (`struct rdma_ah_attr` of type RoCE, with its GRH).
@@ -458,7 +458,8 @@ pub(crate) fn init_attr_from_raw<'a, T: Driver>(
         port_num: a.port_num,
         send_cq: cq(a.send_cq),
         recv_cq: cq(a.recv_cq),
-        has_srq: !a.srq.is_null(),
+        // SAFETY: The SRQ of a QP on a `T` device is a `T` SRQ, alive while the QP is created.
+        srq: (!a.srq.is_null()).then(|| unsafe { Srq::from_raw(a.srq) }),
     }
 }
 

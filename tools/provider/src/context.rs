@@ -104,6 +104,14 @@ static CONTEXT_OPS: VerbsContextOps = {
     slots[op::DESTROY_QP] = crate::qp::destroy_qp as *const c_void;
     slots[op::MODIFY_QP] = crate::qp::modify_qp as *const c_void;
     slots[op::QUERY_QP] = crate::qp::query_qp as *const c_void;
+    slots[op::REG_MR] = crate::mr::reg_mr as *const c_void;
+    slots[op::DEREG_MR] = crate::mr::dereg_mr as *const c_void;
+    slots[op::CREATE_SRQ] = crate::srq::create_srq as *const c_void;
+    slots[op::MODIFY_SRQ] = crate::srq::modify_srq as *const c_void;
+    slots[op::QUERY_SRQ] = crate::srq::query_srq as *const c_void;
+    slots[op::DESTROY_SRQ] = crate::srq::destroy_srq as *const c_void;
+    slots[op::CREATE_AH] = crate::ah::create_ah as *const c_void;
+    slots[op::DESTROY_AH] = crate::ah::destroy_ah as *const c_void;
     VerbsContextOps { slots }
 };
 

@@ -2,6 +2,7 @@
 //! `IBVERBS_PRIVATE_34`) that srdma uses. rdma-core does not install that header, so these are
 //! declared here from its documented layout; the tests at the bottom pin the sizes and offsets.
 
+use crate::ffi::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_srq, ibv_srq_attr, ibv_srq_init_attr};
 use crate::ffi::{ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr_ex, ibv_pd};
 use crate::ffi::{ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_ex, ibv_qp_init_attr};
 use crate::ffi::{ibv_query_device_ex_input, verbs_context};
@@ -67,6 +68,24 @@ pub struct VerbsQp {
     pub xrcd: *mut c_void,
 }
 
+/// `struct verbs_mr`: `ibv_dereg_mr` reads `mr_type`, so each MR is one of these.
+#[repr(C)]
+pub struct VerbsMr {
+    pub ibv_mr: ibv_mr,
+    pub mr_type: u32,
+    pub access: c_int,
+}
+
+/// `struct verbs_srq`.
+#[repr(C)]
+pub struct VerbsSrq {
+    pub srq: ibv_srq,
+    pub srq_type: u32,
+    pub xrcd: *mut c_void,
+    pub cq: *mut ibv_cq,
+    pub srq_num: u32,
+}
+
 /// `struct verbs_context_ops`: 76 function pointers in alphabetical order. Slots are written by
 /// index (the `op` constants below) so that unused ones stay null.
 #[repr(C)]
@@ -79,6 +98,14 @@ unsafe impl Sync for VerbsContextOps {}
 
 /// Slot numbers in [`VerbsContextOps`].
 pub mod op {
+    pub const REG_MR: usize = 68;
+    pub const QUERY_SRQ: usize = 64;
+    pub const MODIFY_SRQ: usize = 49;
+    pub const DESTROY_SRQ: usize = 36;
+    pub const DESTROY_AH: usize = 29;
+    pub const DEREG_MR: usize = 28;
+    pub const CREATE_SRQ: usize = 22;
+    pub const CREATE_AH: usize = 13;
     pub const ALLOC_PD: usize = 5;
     pub const CREATE_CQ: usize = 15;
     pub const CREATE_QP: usize = 19;
@@ -173,6 +200,50 @@ extern "C" {
         cmd_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_destroy_qp(qp: *mut ibv_qp) -> c_int;
+    pub fn ibv_cmd_reg_mr(
+        pd: *mut ibv_pd,
+        addr: *mut c_void,
+        length: usize,
+        hca_va: u64,
+        access: c_int,
+        vmr: *mut VerbsMr,
+        cmd: *mut c_void,
+        cmd_size: usize,
+        resp: *mut c_void,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_dereg_mr(vmr: *mut VerbsMr) -> c_int;
+    pub fn ibv_cmd_create_srq(
+        pd: *mut ibv_pd,
+        srq: *mut ibv_srq,
+        attr: *mut ibv_srq_init_attr,
+        cmd: *mut c_void,
+        cmd_size: usize,
+        resp: *mut c_void,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_modify_srq(
+        srq: *mut ibv_srq,
+        attr: *mut ibv_srq_attr,
+        mask: c_int,
+        cmd: *mut c_void,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_query_srq(
+        srq: *mut ibv_srq,
+        attr: *mut ibv_srq_attr,
+        cmd: *mut c_void,
+        cmd_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_destroy_srq(srq: *mut ibv_srq) -> c_int;
+    pub fn ibv_cmd_create_ah(
+        pd: *mut ibv_pd,
+        ah: *mut ibv_ah,
+        attr: *mut ibv_ah_attr,
+        resp: *mut c_void,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_destroy_ah(ah: *mut ibv_ah) -> c_int;
 }
 
 #[cfg(test)]
@@ -199,6 +270,9 @@ mod tests {
         assert_eq!(size_of::<ibv_device_attr_ex>(), 400);
         assert_eq!(size_of::<crate::ffi::ibv_cq_ex>(), 288);
         assert_eq!(size_of::<VerbsQp>(), 368);
+        assert_eq!(size_of::<VerbsMr>(), 56);
+        assert_eq!(size_of::<VerbsSrq>(), 160);
+        assert_eq!(size_of::<ibv_ah>(), 24);
         assert_eq!(offset_of!(VerbsQp, comp_mask), 352);
     }
 }

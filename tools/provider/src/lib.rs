@@ -5,12 +5,15 @@
 //! uverbs commands of the kernel driver and maps the rings and doorbell records the kernel
 //! shares; the layouts come from srdma's ABI header through bindgen.
 
+pub mod ah;
 pub mod context;
 pub mod cq;
 pub mod driver;
 pub mod ffi;
+pub mod mr;
 pub mod pd;
 pub mod qp;
+pub mod srq;
 
 use driver::{
     verbs_register_driver_34, VerbsDevice, VerbsDeviceOps, VerbsMatchEnt, RDMA_DRIVER_SRDMA,

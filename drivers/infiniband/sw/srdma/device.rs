@@ -4,9 +4,13 @@
 
 use crate::params::*;
 use crate::{
+    ah::SrdmaAh,
     cq::SrdmaCq,
+    mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
     pd::SrdmaPd,
-    qp::{new_qp_table, Qps, SrdmaQp},
+    qp::{QpShared, SrdmaQp, QPN_MAX, QPN_MIN},
+    srq::SrdmaSrq,
+    table::{new_table, Table},
     ucontext::SrdmaUcontext,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -21,8 +25,10 @@ use kernel::{
         },
         cq::CqInitAttr,
         driver::UcontextInit,
+        mr::{MrCreated, UserRegion},
         pd::Pd,
-        qp::{Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+        qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+        srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
         uapi::SRDMA_ABI_VERSION,
         ucontext::User,
         udata::UData,
@@ -41,8 +47,12 @@ pub(crate) struct SrdmaDevice {
     port_active: AtomicBool,
     /// The ID of the next CQ.
     next_cq_id: AtomicU32,
+    /// The ID of the next PD.
+    next_pd_id: AtomicU32,
     /// The QPs of the device by number.
-    qps: Qps,
+    qps: Table<QpShared>,
+    /// The MRs of the device by key index.
+    mrs: Table<MrShared>,
 }
 
 impl SrdmaDevice {
@@ -51,12 +61,18 @@ impl SrdmaDevice {
             guid,
             port_active: AtomicBool::new(port_active),
             next_cq_id: AtomicU32::new(0),
-            qps: new_qp_table()?,
+            next_pd_id: AtomicU32::new(1),
+            qps: new_table(QPN_MIN, QPN_MAX)?,
+            mrs: new_table(MR_INDEX_MIN, MR_INDEX_MAX)?,
         })
     }
 
-    pub(crate) fn qps(&self) -> &Qps {
+    pub(crate) fn qps(&self) -> &Table<QpShared> {
         &self.qps
+    }
+
+    pub(crate) fn mrs(&self) -> &Table<MrShared> {
+        &self.mrs
     }
 
     pub(crate) fn next_cq_id(&self) -> u32 {
@@ -106,6 +122,9 @@ impl rdma::Driver for SrdmaDevice {
     type Pd = SrdmaPd;
     type Cq = SrdmaCq;
     type Qp = SrdmaQp;
+    type Mr = SrdmaMr;
+    type Srq = SrdmaSrq;
+    type Ah = SrdmaAh;
 
     fn alloc_ucontext(
         _dev: &Device<Self>,
@@ -115,8 +134,46 @@ impl rdma::Driver for SrdmaDevice {
         SrdmaUcontext::new(ucontext, udata)
     }
 
-    fn alloc_pd(_dev: &Device<Self>, _user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
-        Ok(SrdmaPd)
+    fn alloc_pd(dev: &Device<Self>, _user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
+        Ok(SrdmaPd::new(dev.next_pd_id.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        region: &UserRegion,
+        user: Option<User<'_, Self>>,
+    ) -> Result<MrCreated<SrdmaMr>> {
+        SrdmaMr::reg_user(pd, region, user)
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<MrCreated<SrdmaMr>> {
+        SrdmaMr::dma(pd, access)
+    }
+
+    fn create_srq(
+        pd: &Pd<Self>,
+        srq_type: SrqType,
+        attr: &SrqAttr,
+        user: Option<User<'_, Self>>,
+    ) -> Result<(SrdmaSrq, SrqAttr)> {
+        SrdmaSrq::new(pd, srq_type, attr, user)
+    }
+
+    fn modify_srq(
+        srq: &Srq<Self>,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        udata: Option<UData<'_>>,
+    ) -> Result {
+        SrdmaSrq::modify(srq, attr, mask, udata)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr> {
+        SrdmaSrq::query(srq)
+    }
+
+    fn create_ah(pd: &Pd<Self>, attr: &AhAttr, user: Option<User<'_, Self>>) -> Result<SrdmaAh> {
+        SrdmaAh::new(pd, attr, user)
     }
 
     fn create_cq(
@@ -139,7 +196,6 @@ impl rdma::Driver for SrdmaDevice {
             device_cap_flags: device_caps::PORT_ACTIVE_EVENT
                 | device_caps::SYS_IMAGE_GUID
                 | device_caps::RC_RNR_NAK_GEN
-                | device_caps::SRQ_RESIZE
                 | device_caps::CURR_QP_STATE_MOD,
             kernel_cap_flags: kernel_caps::ALLOW_USER_UNREG,
             max_send_sge: MAX_SGE,

@@ -6,11 +6,11 @@ use crate::{
     device::{SrdmaDevice, PORT},
     doorbell::DbRecord,
     params::*,
+    table::Reservation,
 };
 use kernel::{
     new_mutex,
     prelude::*,
-    rbtree::RBTree,
     rdma::{
         mmap::{MmapEntry, SharedPages},
         pd::Pd,
@@ -37,7 +37,7 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    fn new(wqe_cnt: u32, wqe_size: u32) -> Result<Self> {
+    pub(crate) fn new(wqe_cnt: u32, wqe_size: u32) -> Result<Self> {
         let bytes = (wqe_cnt as usize)
             .checked_mul(wqe_size as usize)
             .ok_or(EINVAL)?;
@@ -56,6 +56,8 @@ impl Ring {
 )]
 pub(crate) struct QpShared {
     pub(crate) qpn: u32,
+    /// The PD of the QP; work requests may only use MRs of the same PD.
+    pub(crate) pd_id: u32,
     pub(crate) qp_type: QpType,
     pub(crate) sq_sig_all: bool,
     pub(crate) cap: QpCap,
@@ -64,77 +66,14 @@ pub(crate) struct QpShared {
     pub(crate) attr: Pin<KBox<Mutex<QpAttr>>>,
 }
 
-/// The QPs of a device by QP number.
-pub(crate) struct QpTable {
-    qps: RBTree<u32, Option<Arc<QpShared>>>,
-    next: u32,
-}
-
 /// QP numbers 0 and 1 are the special QPs; numbers below 16 stay unused, as on other devices.
-const QPN_MIN: u32 = 16;
-const QPN_MAX: u32 = 0xff_ffff;
-
-pub(crate) type Qps = Arc<Mutex<QpTable>>;
-
-pub(crate) fn new_qp_table() -> Result<Qps> {
-    Arc::pin_init(
-        new_mutex!(QpTable {
-            qps: RBTree::new(),
-            next: QPN_MIN,
-        }),
-        GFP_KERNEL,
-    )
-}
-
-impl QpTable {
-    /// Returns the QP with number `qpn`, if it exists and is fully created.
-    #[expect(dead_code, reason = "the data path looks destination QPs up")]
-    pub(crate) fn get(&self, qpn: u32) -> Option<Arc<QpShared>> {
-        self.qps.get(&qpn).and_then(|q| q.clone())
-    }
-}
-
-/// A QP number taken from a device's table; given back when dropped.
-struct QpnReservation {
-    table: Qps,
-    qpn: u32,
-}
-
-impl QpnReservation {
-    fn new(table: &Qps) -> Result<Self> {
-        let mut t = table.lock();
-        let span = QPN_MAX - QPN_MIN + 1;
-        for i in 0..span {
-            let qpn = QPN_MIN + (t.next - QPN_MIN + i) % span;
-            if t.qps.get(&qpn).is_none() {
-                t.qps.try_create_and_insert(qpn, None, GFP_KERNEL)?;
-                t.next = if qpn == QPN_MAX { QPN_MIN } else { qpn + 1 };
-                return Ok(Self {
-                    table: table.clone(),
-                    qpn,
-                });
-            }
-        }
-        Err(ENOMEM)
-    }
-
-    fn publish(&self, qp: Arc<QpShared>) {
-        if let Some(slot) = self.table.lock().qps.get_mut(&self.qpn) {
-            *slot = Some(qp);
-        }
-    }
-}
-
-impl Drop for QpnReservation {
-    fn drop(&mut self) {
-        self.table.lock().qps.remove(&self.qpn);
-    }
-}
+pub(crate) const QPN_MIN: u32 = 16;
+pub(crate) const QPN_MAX: u32 = 0xff_ffff;
 
 /// srdma's part of a queue pair.
 pub(crate) struct SrdmaQp {
     // Field order is drop order: the number goes first, so lookups stop finding the QP.
-    _qpn: QpnReservation,
+    _qpn: Reservation<QpShared>,
     shared: Arc<QpShared>,
     _db: Option<DbRecord>,
     _sq_entry: Option<MmapEntry>,
@@ -179,7 +118,7 @@ impl SrdmaQp {
         }
         let (sq_cnt, sq_size) = sq_geometry(c);
         let sq = Ring::new(sq_cnt, sq_size)?;
-        let rq = if attr.has_srq {
+        let rq = if attr.srq.is_some() {
             None
         } else {
             let (rq_cnt, rq_size) = rq_geometry(c);
@@ -190,7 +129,11 @@ impl SrdmaQp {
             max_send_wr: sq_cnt,
             max_recv_wr: rq.as_ref().map_or(0, |r| r.wqe_cnt),
             max_send_sge: c.max_send_sge,
-            max_recv_sge: if attr.has_srq { 0 } else { c.max_recv_sge },
+            max_recv_sge: if attr.srq.is_some() {
+                0
+            } else {
+                c.max_recv_sge
+            },
             max_inline_data: data_area.min(MAX_INLINE_DATA),
         };
 
@@ -225,11 +168,12 @@ impl SrdmaQp {
             }
         }
 
-        let reservation = QpnReservation::new(dev.qps())?;
-        let qpn = reservation.qpn;
+        let reservation = Reservation::new(dev.qps())?;
+        let qpn = reservation.id();
         let shared = Arc::new(
             QpShared {
                 qpn,
+                pd_id: pd.id(),
                 qp_type: attr.qp_type,
                 sq_sig_all: attr.sq_sig_all,
                 cap,

@@ -9,13 +9,17 @@
 
 use kernel::{net::notifier, prelude::*, rdma};
 
+mod ah;
 mod cq;
 mod device;
 mod doorbell;
 mod link;
+mod mr;
 mod params;
 mod pd;
 mod qp;
+mod srq;
+mod table;
 mod ucontext;
 
 module! {

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Memory regions: pinned user memory (or all kernel memory) and the keys that name it.
+
+use crate::{device::SrdmaDevice, params::MAX_MR_SIZE, table::Reservation};
+use kernel::{
+    prelude::*,
+    rdma::{
+        mr::{access, MrCreated, Umem, UserRegion},
+        pd::Pd,
+        ucontext::User,
+    },
+    sync::Arc,
+};
+
+/// Memory key indexes; a key is `index << 8 | key byte`. Index 0 is never used, so that a
+/// zeroed key is always invalid.
+pub(crate) const MR_INDEX_MIN: u32 = 1;
+pub(crate) const MR_INDEX_MAX: u32 = 0xff_ffff;
+
+/// Rights srdma implements; `IB_ACCESS_OPTIONAL` hints are accepted and ignored.
+const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
+    | access::REMOTE_WRITE
+    | access::REMOTE_READ
+    | access::REMOTE_ATOMIC
+    | access::OPTIONAL;
+
+/// What the data path needs of an MR, found by key.
+#[expect(dead_code, reason = "read by the data path when it resolves keys")]
+pub(crate) struct MrShared {
+    /// The PD the MR belongs to.
+    pub(crate) pd_id: u32,
+    /// The pinned pages; `None` for the DMA MR of kernel callers.
+    pub(crate) umem: Option<Umem>,
+    /// The address peers and work requests use for the first byte.
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+    pub(crate) access: u32,
+}
+
+/// srdma's part of a memory region.
+pub(crate) struct SrdmaMr {
+    _key: Reservation<MrShared>,
+    _shared: Arc<MrShared>,
+}
+
+impl SrdmaMr {
+    fn publish(pd: &Pd<SrdmaDevice>, shared: MrShared) -> Result<MrCreated<Self>> {
+        let key = Reservation::new(pd.device().mrs())?;
+        let shared = Arc::new(shared, GFP_KERNEL)?;
+        key.publish(shared.clone());
+        let k = key.id() << 8;
+        Ok(MrCreated {
+            data: SrdmaMr {
+                _key: key,
+                _shared: shared,
+            },
+            lkey: k,
+            rkey: k,
+        })
+    }
+
+    pub(crate) fn reg_user(
+        pd: &Pd<SrdmaDevice>,
+        region: &UserRegion,
+        _user: Option<User<'_, SrdmaDevice>>,
+    ) -> Result<MrCreated<Self>> {
+        if region.access & !SUPPORTED_ACCESS != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if region.length == 0 || region.length > MAX_MR_SIZE {
+            return Err(EINVAL);
+        }
+        region.iova.checked_add(region.length).ok_or(EINVAL)?;
+        let umem = Umem::get(pd.device(), region.start, region.length, region.access)?;
+        Self::publish(
+            pd,
+            MrShared {
+                pd_id: pd.id(),
+                umem: Some(umem),
+                iova: region.iova,
+                length: region.length,
+                access: region.access,
+            },
+        )
+    }
+
+    pub(crate) fn dma(pd: &Pd<SrdmaDevice>, access: u32) -> Result<MrCreated<Self>> {
+        if access & !SUPPORTED_ACCESS != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        Self::publish(
+            pd,
+            MrShared {
+                pd_id: pd.id(),
+                umem: None,
+                iova: 0,
+                length: u64::MAX,
+                access,
+            },
+        )
+    }
+}

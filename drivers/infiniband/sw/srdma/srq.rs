@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Shared receive queues: one receive ring that several QPs take receive WQEs from.
+
+use crate::{device::SrdmaDevice, doorbell::DbRecord, params::*, qp::Ring};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rdma::{
+        mmap::MmapEntry,
+        pd::Pd,
+        srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
+        uapi::{srdma_create_srq_resp, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE},
+        ucontext::User,
+        udata::UData,
+    },
+    sync::Mutex,
+};
+
+static NEXT_SRQ_NUM: AtomicU32 = AtomicU32::new(1);
+
+/// srdma's part of a shared receive queue.
+pub(crate) struct SrdmaSrq {
+    #[expect(dead_code, reason = "receive WQEs are taken from it by the data path")]
+    ring: Ring,
+    attr: Pin<KBox<Mutex<SrqAttr>>>,
+    _db: Option<DbRecord>,
+    _entry: Option<MmapEntry>,
+}
+
+impl SrdmaSrq {
+    pub(crate) fn new(
+        _pd: &Pd<SrdmaDevice>,
+        srq_type: SrqType,
+        attr: &SrqAttr,
+        user: Option<User<'_, SrdmaDevice>>,
+    ) -> Result<(Self, SrqAttr)> {
+        if srq_type != SrqType::Basic {
+            return Err(EOPNOTSUPP);
+        }
+        if attr.max_wr == 0 || attr.max_wr > MAX_SRQ_WR || attr.max_sge > MAX_SGE {
+            return Err(EINVAL);
+        }
+        let wqe_cnt = attr.max_wr.next_power_of_two();
+        let wqe_size = (SRDMA_RQ_WQE_HDR_SIZE + attr.max_sge * SRDMA_SGE_SIZE).next_power_of_two();
+        let ring = Ring::new(wqe_cnt, wqe_size)?;
+        let real = SrqAttr {
+            max_wr: wqe_cnt,
+            max_sge: attr.max_sge,
+            srq_limit: 0,
+        };
+        let (mut db, mut entry) = (None, None);
+        if let Some(mut user) = user {
+            let uctx = user.ucontext;
+            let rec = DbRecord::alloc(&uctx.db, |pages| uctx.insert_mmap(pages))?;
+            let e = uctx.insert_mmap(ring.mem.clone())?;
+            let resp = srdma_create_srq_resp {
+                rq_mmap_key: e.offset(),
+                rq_size: ring.mem.len() as u32,
+                rq_wqe_cnt: wqe_cnt,
+                rq_wqe_size: wqe_size,
+                srq_num: NEXT_SRQ_NUM.fetch_add(1, Ordering::Relaxed) & 0xff_ffff,
+                db: rec.location(),
+            };
+            user.udata.write(&resp)?;
+            db = Some(rec);
+            entry = Some(e);
+        }
+        Ok((
+            SrdmaSrq {
+                ring,
+                attr: KBox::pin_init(new_mutex!(real), GFP_KERNEL)?,
+                _db: db,
+                _entry: entry,
+            },
+            real,
+        ))
+    }
+
+    pub(crate) fn modify(
+        srq: &Srq<SrdmaDevice>,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        _udata: Option<UData<'_>>,
+    ) -> Result {
+        if mask.has(SrqAttrMask::MAX_WR) {
+            // The ring is mapped by the process; resizing it is not supported.
+            return Err(EOPNOTSUPP);
+        }
+        let mut cur = srq.attr.lock();
+        if mask.has(SrqAttrMask::LIMIT) {
+            if attr.srq_limit > cur.max_wr {
+                return Err(EINVAL);
+            }
+            cur.srq_limit = attr.srq_limit;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn query(srq: &Srq<SrdmaDevice>) -> Result<SrqAttr> {
+        Ok(*srq.attr.lock())
+    }
+}

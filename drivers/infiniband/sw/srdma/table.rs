@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Tables of objects by number (QP numbers, memory keys), shared by the data path.
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::RBTree,
+    sync::{Arc, Mutex},
+};
+
+/// Objects by number; a number is reserved first and its object published once created.
+pub(crate) struct IdTable<V> {
+    ids: RBTree<u32, Option<Arc<V>>>,
+    next: u32,
+    min: u32,
+    max: u32,
+}
+
+pub(crate) type Table<V> = Arc<Mutex<IdTable<V>>>;
+
+/// Creates a table handing out numbers in `min..=max`.
+pub(crate) fn new_table<V: Send + Sync>(min: u32, max: u32) -> Result<Table<V>> {
+    Arc::pin_init(
+        new_mutex!(IdTable {
+            ids: RBTree::new(),
+            next: min,
+            min,
+            max,
+        }),
+        GFP_KERNEL,
+    )
+}
+
+impl<V> IdTable<V> {
+    /// Returns the object with number `id`, if it exists and is fully created.
+    #[expect(dead_code, reason = "the data path looks objects up")]
+    pub(crate) fn get(&self, id: u32) -> Option<Arc<V>> {
+        self.ids.get(&id).and_then(|v| v.clone())
+    }
+}
+
+/// A number taken from a table; given back when dropped.
+pub(crate) struct Reservation<V: Send + Sync> {
+    table: Table<V>,
+    id: u32,
+}
+
+impl<V: Send + Sync> Reservation<V> {
+    /// Takes the next free number, searching round-robin so that numbers are not reused soon.
+    pub(crate) fn new(table: &Table<V>) -> Result<Self> {
+        let mut t = table.lock();
+        let span = t.max - t.min + 1;
+        for i in 0..span {
+            let id = t.min + (t.next - t.min + i) % span;
+            if t.ids.get(&id).is_none() {
+                t.ids.try_create_and_insert(id, None, GFP_KERNEL)?;
+                t.next = if id == t.max { t.min } else { id + 1 };
+                return Ok(Self {
+                    table: table.clone(),
+                    id,
+                });
+            }
+        }
+        Err(ENOMEM)
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Makes the object findable under the reserved number.
+    pub(crate) fn publish(&self, obj: Arc<V>) {
+        if let Some(slot) = self.table.lock().ids.get_mut(&self.id) {
+            *slot = Some(obj);
+        }
+    }
+}
+
+impl<V: Send + Sync> Drop for Reservation<V> {
+    fn drop(&mut self) {
+        self.table.lock().ids.remove(&self.id);
+    }
+}

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions (`struct ib_mr`) and pinned user memory (`struct ib_umem`).
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h).
+
+use super::{device::Device, driver::Driver, pd::Pd};
+use crate::{bindings, error::from_err_ptr, prelude::*, types::Opaque};
+use core::{ops::Deref, ptr::NonNull};
+
+/// Access rights of a memory region (`IB_ACCESS_*`).
+pub mod access {
+    /// The local device may write to the region.
+    pub const LOCAL_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    /// Peers may write to the region with RDMA writes.
+    pub const REMOTE_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    /// Peers may read the region with RDMA reads.
+    pub const REMOTE_READ: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+    /// Peers may use atomic operations on the region.
+    pub const REMOTE_ATOMIC: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    /// Flags a device may ignore (`IB_ACCESS_OPTIONAL`, such as relaxed ordering).
+    pub const OPTIONAL: u32 = crate::bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+}
+
+/// User memory pinned for a memory region.
+///
+/// Pinning is charged to the process's locked memory (`RLIMIT_MEMLOCK`) unless it has
+/// `CAP_IPC_LOCK`; dropping the value unpins the pages and releases the charge.
+///
+/// # Invariants
+///
+/// `ptr` is a umem returned by `ib_umem_get` and owned by this value.
+pub struct Umem {
+    ptr: NonNull<bindings::ib_umem>,
+}
+
+// SAFETY: A umem is a description of pinned pages; it may be released from any thread.
+unsafe impl Send for Umem {}
+// SAFETY: `&Umem` only reads immutable fields.
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    /// Pins `len` bytes of the calling process's memory at `addr` for access `access`.
+    pub fn get<T: Driver>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
+        let addr = usize::try_from(addr).map_err(|_| EINVAL)?;
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: The device is valid; `ib_umem_get` checks the range against the caller's
+        // address space and returns a umem or an error pointer.
+        let ptr = from_err_ptr(unsafe {
+            bindings::ib_umem_get(dev.as_raw(), addr as _, len, access as i32)
+        })?;
+        // INVARIANT: `ib_umem_get` succeeded, so `ptr` is a umem we own.
+        Ok(Self {
+            // SAFETY: `from_err_ptr` passed, so the pointer is valid and not null.
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
+        })
+    }
+
+    /// Returns the length in bytes.
+    pub fn len(&self) -> usize {
+        // SAFETY: The umem is valid (type invariant); `length` is fixed.
+        unsafe { (*self.ptr.as_ptr()).length }
+    }
+
+    /// Returns whether the umem is empty (never true: `ib_umem_get` refuses empty ranges).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Returns the user address the umem starts at.
+    pub fn address(&self) -> u64 {
+        // SAFETY: The umem is valid (type invariant); `address` is fixed.
+        unsafe { (*self.ptr.as_ptr()).address as u64 }
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: We own the umem (type invariant).
+        unsafe { bindings::ib_umem_release(self.ptr.as_ptr()) };
+    }
+}
+
+/// The user memory an `ibv_reg_mr` asks for.
+#[derive(Clone, Copy, Debug)]
+pub struct UserRegion {
+    /// Start address in the process.
+    pub start: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// The I/O virtual address peers use for the start.
+    pub iova: u64,
+    /// `IB_ACCESS_*` rights.
+    pub access: u32,
+}
+
+/// What the driver returns for a new memory region: its data and keys.
+pub struct MrCreated<M> {
+    /// The driver's data of the MR.
+    pub data: M,
+    /// The local key.
+    pub lkey: u32,
+    /// The remote key.
+    pub rkey: u32,
+}
+
+/// A memory region of driver `T`: ib_core's `struct ib_mr` followed by the driver's data.
+/// Unlike other objects, the driver allocates MRs; this type does it for the driver.
+///
+/// # Invariants
+///
+/// A `&Mr<T>` is only handed out while the MR is alive with `data` initialised.
+#[repr(C)]
+pub struct Mr<T: Driver> {
+    ib: Opaque<bindings::ib_mr>,
+    data: T::Mr,
+}
+
+// SAFETY: `T::Mr` is `Send + Sync`; the C part is managed by ib_core.
+unsafe impl<T: Driver> Send for Mr<T> {}
+// SAFETY: See `Send`.
+unsafe impl<T: Driver> Sync for Mr<T> {}
+
+impl<T: Driver> Mr<T> {
+    /// Allocates an MR around `created` and returns the `ib_mr` for ib_core.
+    pub(crate) fn into_raw(created: MrCreated<T::Mr>) -> Result<*mut bindings::ib_mr> {
+        // SAFETY: `ib_mr` is plain C data for which zero is the initial state.
+        let ib: bindings::ib_mr = unsafe { core::mem::zeroed() };
+        let mr = KBox::new(
+            Self {
+                ib: Opaque::new(ib),
+                data: created.data,
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = KBox::into_raw(mr);
+        // SAFETY: `raw` is valid; the keys are the driver's to set before ib_core sees the MR.
+        unsafe {
+            (*(*raw).ib.get()).lkey = created.lkey;
+            (*(*raw).ib.get()).rkey = created.rkey;
+        }
+        Ok(raw.cast())
+    }
+
+    /// Frees an MR made by [`Mr::into_raw`].
+    ///
+    /// # Safety
+    ///
+    /// `ibmr` must come from [`Mr::into_raw`] of this `T` and not be used any more.
+    pub(crate) unsafe fn free(ibmr: *mut bindings::ib_mr) {
+        // SAFETY: The MR was allocated by `KBox` in `into_raw` (caller guarantee).
+        drop(unsafe { KBox::from_raw(ibmr.cast::<Self>()) });
+    }
+
+    /// Returns the local key.
+    pub fn lkey(&self) -> u32 {
+        // SAFETY: The keys are fixed after creation.
+        unsafe { (*self.ib.get()).lkey }
+    }
+}
+
+impl<T: Driver> Deref for Mr<T> {
+    type Target = T::Mr;
+
+    fn deref(&self) -> &T::Mr {
+        &self.data
+    }
+}
+
+/// Returns the PD of a new MR's `ib_pd` pointer.
+///
+/// # Safety
+///
+/// `pd` must be a live PD of `T` for `'a`.
+pub(crate) unsafe fn pd_of<'a, T: Driver>(pd: *mut bindings::ib_pd) -> &'a Pd<T> {
+    // SAFETY: Guaranteed by the caller.
+    unsafe { Pd::from_raw(pd) }
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues (`struct ib_srq`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
+
+use super::{device::Device, driver::Driver, pd::Pd};
+use crate::{bindings, types::Opaque};
+use core::ops::Deref;
+
+/// The attributes of an SRQ (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqAttr {
+    /// Work requests the SRQ holds.
+    pub max_wr: u32,
+    /// Scatter/gather entries per work request.
+    pub max_sge: u32,
+    /// When fewer work requests remain, the SRQ limit event fires (0: disarmed).
+    pub srq_limit: u32,
+}
+
+impl SrqAttr {
+    pub(crate) fn from_raw(a: &bindings::ib_srq_attr) -> Self {
+        Self {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        }
+    }
+
+    pub(crate) fn write_raw(&self, a: &mut bindings::ib_srq_attr) {
+        a.max_wr = self.max_wr;
+        a.max_sge = self.max_sge;
+        a.srq_limit = self.srq_limit;
+    }
+}
+
+/// Which attributes a modify concerns (`enum ib_srq_attr_mask`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqAttrMask(pub u32);
+
+impl SrqAttrMask {
+    /// Resize the SRQ (`IB_SRQ_MAX_WR`).
+    pub const MAX_WR: u32 = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
+    /// Arm the limit event (`IB_SRQ_LIMIT`).
+    pub const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
+
+    /// Returns whether every bit of `bits` is set.
+    pub fn has(self, bits: u32) -> bool {
+        self.0 & bits == bits
+    }
+}
+
+/// The kind of an SRQ (`enum ib_srq_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrqType {
+    /// A basic SRQ.
+    Basic,
+    /// Any other kind (XRC, tag matching), with its raw value.
+    Other(u32),
+}
+
+impl SrqType {
+    pub(crate) fn from_raw(raw: u32) -> Self {
+        if raw == bindings::ib_srq_type_IB_SRQT_BASIC {
+            Self::Basic
+        } else {
+            Self::Other(raw)
+        }
+    }
+}
+
+/// A shared receive queue of driver `T`: ib_core's `struct ib_srq` followed by the driver's
+/// data.
+///
+/// # Invariants
+///
+/// A `&Srq<T>` is only handed out while the SRQ is alive with `data` initialised, and its
+/// device is a `Device<T>`.
+#[repr(C)]
+pub struct Srq<T: Driver> {
+    ib: Opaque<bindings::ib_srq>,
+    pub(crate) data: T::Srq,
+}
+
+// SAFETY: `T::Srq` is `Send + Sync`; the C part is managed by ib_core.
+unsafe impl<T: Driver> Send for Srq<T> {}
+// SAFETY: See `Send`.
+unsafe impl<T: Driver> Sync for Srq<T> {}
+
+impl<T: Driver> Srq<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a live, initialised SRQ of `T` for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_srq) -> &'a Self {
+        // SAFETY: The SRQ is the first field of a `repr(C)` `Srq<T>` (caller guarantee).
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// Returns the device of the SRQ.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: ib_core sets `device` before calling the driver; it is a `Device<T>`.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// Returns the PD of the SRQ.
+    pub fn pd(&self) -> &Pd<T> {
+        // SAFETY: ib_core sets `pd` at creation; it outlives the SRQ and is a `Pd<T>`.
+        unsafe { Pd::from_raw((*self.ib.get()).pd) }
+    }
+}
+
+impl<T: Driver> Deref for Srq<T> {
+    type Target = T::Srq;
+
+    fn deref(&self) -> &T::Srq {
+        &self.data
+    }
+}
