@@ -10,7 +10,7 @@ OUT ?= $(CURDIR)/out
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel provider vm demo check lint fmt install clean help
+.PHONY: all setup kernel provider ktest vm demo check lint fmt install clean help
 all: kernel provider
 
 help:
@@ -41,7 +41,13 @@ vm: kernel provider
 demo: kernel provider
 	@tools/vm/run.sh --timeout 600 -- $(CURDIR)/tools/demo.sh
 
-check: kernel provider
+# The kernel-caller selftest module, built against the kernel tree.
+ktest: kernel
+	@mkdir -p "$(SRDMA_BUILD)/srdma-kverbs"
+	@cp selftests/kverbs/Kbuild selftests/kverbs/srdma_kverbs.c "$(SRDMA_BUILD)/srdma-kverbs/"
+	@tools/kernel/build.sh -s M="$(SRDMA_BUILD)/srdma-kverbs" modules
+
+check: kernel provider ktest
 	@tools/check.sh "$(OUT)/check"
 
 install: provider

@@ -19,6 +19,13 @@ cleanup
 setup_veth "$A" "$B" 10.31.0.1/24 10.31.0.2/24 || skip_all "cannot create a veth pair"
 rdma link add srdma0 type srdma netdev "$A" || skip_all "cannot create srdma0"
 
+if kmemleak_available; then
+	kmemleak_clear
+	leak=1
+else
+	leak=0
+fi
+
 bin=$(mktemp -d)/srdma_verbs
 if ! cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_verbs.c" -libverbs 2>&1; then
 	fail "build srdma_verbs.c"
@@ -80,5 +87,17 @@ else
 	skip "memlock: MR beyond RLIMIT_MEMLOCK" "setpriv not installed"
 fi
 check "device can be deleted after all that" rdma link delete srdma0
+
+if [ "$leak" = 1 ]; then
+	report=$(kmemleak_report)
+	ours=$(grep -E -A20 'unreferenced object' <<<"$report" | grep -E 'srdma|ib_|rdma|uverbs|umem' || true)
+	if [ -z "$ours" ]; then
+		ok "kmemleak: nothing leaked by the verbs tests and the killed process"
+	else
+		fail "kmemleak: nothing leaked by the verbs tests and the killed process" "$report"
+	fi
+else
+	skip "kmemleak: nothing leaked" "kmemleak not available"
+fi
 
 finish

@@ -63,6 +63,7 @@ script=$logdir/vm-cmd.sh
 	if [ -e "$provider-rdmav34.so" ]; then
 		printf 'export RDMAV_DRIVERS=%q\n' "$provider"
 	fi
+	printf 'export SRDMA_BUILD=%q\n' "$build"
 	printf 'exec %q %q %s\n' "$here/guest.sh" "$dmesg_log" "$(printf '%q ' "$@")"
 } > "$script"
 cmd="/bin/bash $script"
