@@ -177,6 +177,16 @@ int main(int argc, char **argv)
 		result(ok, "300 CQs destroyed");
 	}
 
+	/* Resizing. */
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	ok = cq && !ibv_resize_cq(cq, 1000);
+	result(ok && cq->cqe >= 1000, "resize CQ 16 -> 1000 (got %d)", cq ? cq->cqe : -1);
+	ok = cq && !ibv_resize_cq(cq, 4);
+	result(ok && cq->cqe >= 4 && cq->cqe < 16, "resize CQ down to 4 (got %d)", cq ? cq->cqe : -1);
+	result(cq && ibv_resize_cq(cq, 65537) == EINVAL, "resize above max_cqe: EINVAL");
+	result(cq && ibv_resize_cq(cq, 0) == EINVAL, "resize to 0: EINVAL");
+	result(cq && !ibv_destroy_cq(cq), "destroy the resized CQ");
+
 	/* mmap of what the kernel never published. */
 	{
 		long pg = sysconf(_SC_PAGESIZE);

@@ -58,7 +58,11 @@ struct srdma_db_loc {
 	__u32 reserved;
 };
 
-/* Response of create_cq. The ring (cqe_cnt entries of cqe_size bytes) is mmap'ed at ring_mmap_key. */
+/*
+ * Response of create_cq and resize_cq. The ring (cqe_cnt entries of cqe_size bytes) is mmap'ed
+ * at ring_mmap_key. After a resize, the CQEs not yet consumed start at index 0 of the new ring
+ * and the consumer index starts again at 0; the old ring may be unmapped.
+ */
 struct srdma_create_cq_resp {
 	__aligned_u64 ring_mmap_key;
 	__u32 ring_size;	/* bytes to mmap */

@@ -95,6 +95,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Changes the number of entries of a CQ (`resize_cq`) and returns the number it really
+    /// has now.
+    fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _user: Option<User<'_, Self>>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates the driver's part of a queue pair (`create_qp`) in `pd`; dropped on
     /// `destroy_qp`.
     fn create_qp(
@@ -258,6 +264,11 @@ impl<T: Driver> Adapter<T> {
         },
         destroy_ah: if T::HAS_CREATE_AH {
             Some(Self::destroy_ah)
+        } else {
+            None
+        },
+        resize_cq: if T::HAS_RESIZE_CQ {
+            Some(Self::resize_cq)
         } else {
             None
         },
@@ -852,5 +863,26 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: The data was initialised by `create_ah` and is not used any more.
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ah).data)) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T` and `udata` null or valid.
+    unsafe extern "C" fn resize_cq(
+        ibcq: *mut bindings::ib_cq,
+        cqe: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live CQ of `T`.
+            let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+            let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let real = T::resize_cq(cq, cqe, user)?;
+            // SAFETY: ib_core serialises resizes of a CQ; `cqe` reports the new size.
+            unsafe { (*ibcq).cqe = i32::try_from(real).unwrap_or(i32::MAX) };
+            Ok(0)
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! Completion queues: the CQE ring and the doorbell record are mapped from the kernel.
 
 use crate::context::{map, SrdmaContext};
-use crate::driver::{ibv_cmd_create_cq, ibv_cmd_destroy_cq};
+use crate::driver::{ibv_cmd_create_cq, ibv_cmd_destroy_cq, ibv_cmd_resize_cq};
 use crate::ffi::*;
 use crate::set_errno;
 use core::mem::size_of;
@@ -103,4 +103,48 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
         drop(Box::from_raw(cq));
     }
     0
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct ResizeCqResp {
+    core: ib_uverbs_resize_cq_resp,
+    drv: srdma_create_cq_resp,
+}
+
+pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_int {
+    let cq = ibcq.cast::<SrdmaCq>();
+    // SAFETY: `ibcq` is a CQ of one of our contexts.
+    let ctx = unsafe { SrdmaContext::from_ibv((*ibcq).context) };
+    // `struct ibv_resize_cq`, filled by the library.
+    let mut cmd = [0u64; 3];
+    let mut resp = ResizeCqResp::default();
+    // SAFETY: Valid CQ and buffers of the sizes given.
+    let ret = unsafe {
+        ibv_cmd_resize_cq(
+            ibcq,
+            cqe,
+            cmd.as_mut_ptr().cast(),
+            size_of::<[u64; 3]>(),
+            (&mut resp as *mut ResizeCqResp).cast(),
+            size_of::<ResizeCqResp>(),
+        )
+    };
+    if ret != 0 {
+        return ret;
+    }
+    let d = &resp.drv;
+    match map(ctx.cmd_fd(), d.ring_mmap_key, d.ring_size as usize) {
+        Ok(ring) => {
+            // SAFETY: The old ring is no longer the CQ's; the kernel moved the CQEs over.
+            unsafe {
+                libc::munmap((*cq).ring.cast::<c_void>(), (*cq).ring_len);
+                (*cq).ring = ring;
+                (*cq).ring_len = d.ring_size as usize;
+                (*cq).cqe_cnt = d.cqe_cnt;
+            }
+            0
+        }
+        Err(e) => e,
+    }
 }

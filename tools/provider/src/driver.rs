@@ -98,6 +98,7 @@ unsafe impl Sync for VerbsContextOps {}
 
 /// Slot numbers in [`VerbsContextOps`].
 pub mod op {
+    pub const RESIZE_CQ: usize = 71;
     pub const REG_MR: usize = 68;
     pub const QUERY_SRQ: usize = 64;
     pub const MODIFY_SRQ: usize = 49;
@@ -174,6 +175,14 @@ extern "C" {
         resp_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_destroy_cq(cq: *mut ibv_cq) -> c_int;
+    pub fn ibv_cmd_resize_cq(
+        cq: *mut ibv_cq,
+        cqe: c_int,
+        cmd: *mut c_void,
+        cmd_size: usize,
+        resp: *mut c_void,
+        resp_size: usize,
+    ) -> c_int;
     pub fn ibv_cmd_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
     pub fn ibv_cmd_create_qp(
         pd: *mut ibv_pd,

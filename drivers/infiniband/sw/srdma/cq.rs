@@ -4,35 +4,70 @@
 
 use crate::{device::SrdmaDevice, doorbell::DbRecord, params::MAX_CQE};
 use kernel::{
+    new_mutex,
     prelude::*,
     rdma::{
-        cq::CqInitAttr,
+        cq::{Cq, CqInitAttr},
         mmap::{MmapEntry, SharedPages},
         uapi::{srdma_create_cq_resp, SRDMA_CQE_SIZE},
         ucontext::User,
         Device,
     },
-    sync::Arc,
+    sync::{Arc, Mutex},
 };
+
+const CQE_SIZE: usize = SRDMA_CQE_SIZE as usize;
+
+/// A CQE ring and where it is published.
+struct CqRing {
+    /// `cqe_cnt * SRDMA_CQE_SIZE` bytes, rounded up to pages.
+    mem: Arc<SharedPages>,
+    /// Entries in the ring, a power of two.
+    cqe_cnt: u32,
+    /// The ring's mmap offset, for user CQs.
+    entry: Option<MmapEntry>,
+    /// Free-running index of the next CQE the kernel writes.
+    producer: u32,
+}
+
+impl CqRing {
+    fn new(cqe: u32, user: Option<&User<'_, SrdmaDevice>>) -> Result<Self> {
+        if cqe == 0 || cqe > MAX_CQE {
+            return Err(EINVAL);
+        }
+        // One slot stays empty so that a full ring is told apart from an empty one.
+        let cqe_cnt = (cqe + 1).next_power_of_two();
+        let mem = SharedPages::new(cqe_cnt as usize * CQE_SIZE)?;
+        let entry = match user {
+            Some(user) => Some(user.ucontext.insert_mmap(mem.clone())?),
+            None => None,
+        };
+        Ok(Self {
+            mem,
+            cqe_cnt,
+            entry,
+            producer: 0,
+        })
+    }
+
+    fn resp(&self, db: Option<&DbRecord>, cq_id: u32) -> srdma_create_cq_resp {
+        srdma_create_cq_resp {
+            ring_mmap_key: self.entry.as_ref().map_or(0, |e| e.offset()),
+            ring_size: self.mem.len() as u32,
+            cqe_cnt: self.cqe_cnt,
+            db: db.map(|d| d.location()).unwrap_or_default(),
+            cq_id,
+            reserved: 0,
+        }
+    }
+}
 
 /// srdma's part of a completion queue.
 pub(crate) struct SrdmaCq {
-    /// The CQE ring; its length is `cqe_cnt * SRDMA_CQE_SIZE`, rounded up to pages.
-    #[expect(
-        dead_code,
-        reason = "written by the data path once completions are generated"
-    )]
-    ring: Arc<SharedPages>,
-    /// Entries in the ring, a power of two.
-    #[expect(
-        dead_code,
-        reason = "used by the data path once completions are generated"
-    )]
-    cqe_cnt: u32,
+    ring: Pin<KBox<Mutex<CqRing>>>,
     /// The consumer index and arm word, for user CQs.
-    _db: Option<DbRecord>,
-    /// The ring's mmap offset, for user CQs.
-    _ring_entry: Option<MmapEntry>,
+    db: Option<DbRecord>,
+    cq_id: u32,
 }
 
 impl SrdmaCq {
@@ -42,47 +77,69 @@ impl SrdmaCq {
         attr: &CqInitAttr,
         user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<(Self, u32)> {
-        if attr.cqe == 0 || attr.cqe > MAX_CQE {
-            return Err(EINVAL);
-        }
         if attr.flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        // One slot stays empty so that a full ring is told apart from an empty one.
-        let cqe_cnt = (attr.cqe + 1).next_power_of_two();
-        let ring = SharedPages::new(cqe_cnt as usize * SRDMA_CQE_SIZE as usize)?;
+        let ring = CqRing::new(attr.cqe, user.as_ref())?;
         let cq_id = dev.next_cq_id();
-        let Some(mut user) = user else {
-            return Ok((
-                SrdmaCq {
-                    ring,
-                    cqe_cnt,
-                    _db: None,
-                    _ring_entry: None,
-                },
-                cqe_cnt - 1,
-            ));
+        let db = match &user {
+            Some(user) => {
+                let uctx = user.ucontext;
+                Some(DbRecord::alloc(&uctx.db, |pages| uctx.insert_mmap(pages))?)
+            }
+            None => None,
         };
-        let uctx = user.ucontext;
-        let db = DbRecord::alloc(&uctx.db, |pages| uctx.insert_mmap(pages))?;
-        let ring_entry = uctx.insert_mmap(ring.clone())?;
-        let resp = srdma_create_cq_resp {
-            ring_mmap_key: ring_entry.offset(),
-            ring_size: ring.len() as u32,
-            cqe_cnt,
-            db: db.location(),
-            cq_id,
-            reserved: 0,
-        };
-        user.udata.write(&resp)?;
+        let resp = ring.resp(db.as_ref(), cq_id);
+        let cqe = ring.cqe_cnt - 1;
+        if let Some(mut user) = user {
+            user.udata.write(&resp)?;
+        }
         Ok((
             SrdmaCq {
-                ring,
-                cqe_cnt,
-                _db: Some(db),
-                _ring_entry: Some(ring_entry),
+                ring: KBox::pin_init(new_mutex!(ring), GFP_KERNEL)?,
+                db,
+                cq_id,
             },
-            cqe_cnt - 1,
+            cqe,
         ))
+    }
+
+    /// Moves the CQ to a ring of at least `cqe` entries, carrying over the CQEs not yet
+    /// consumed; refuses a ring too small for them.
+    pub(crate) fn resize(
+        cq: &Cq<SrdmaDevice>,
+        cqe: u32,
+        user: Option<User<'_, SrdmaDevice>>,
+    ) -> Result<u32> {
+        let mut new = CqRing::new(cqe, user.as_ref())?;
+        let mut ring = cq.ring.lock();
+        // The consumer index is the process's word: bound what it claims by what was produced.
+        let consumer = match &cq.db {
+            Some(db) => db.load(0)?,
+            None => ring.producer,
+        };
+        let pending = ring.producer.wrapping_sub(consumer);
+        if pending > ring.cqe_cnt {
+            return Err(EINVAL);
+        }
+        if pending >= new.cqe_cnt {
+            return Err(EINVAL);
+        }
+        let mut cqe_buf = [0u8; CQE_SIZE];
+        for i in 0..pending {
+            let from = (consumer.wrapping_add(i) & (ring.cqe_cnt - 1)) as usize * CQE_SIZE;
+            ring.mem.read(from, &mut cqe_buf)?;
+            new.mem.write(i as usize * CQE_SIZE, &cqe_buf)?;
+        }
+        new.producer = pending;
+        if let Some(mut user) = user {
+            user.udata.write(&new.resp(cq.db.as_ref(), cq.cq_id))?;
+        }
+        if let Some(db) = &cq.db {
+            db.store(0, 0)?;
+        }
+        let real = new.cqe_cnt - 1;
+        *ring = new;
+        Ok(real)
     }
 }

@@ -23,7 +23,7 @@ use kernel::{
             core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, LinkLayer, Mtu,
             PhysState, PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
         },
-        cq::CqInitAttr,
+        cq::{Cq, CqInitAttr},
         driver::UcontextInit,
         mr::{MrCreated, UserRegion},
         pd::Pd,
@@ -217,6 +217,10 @@ impl rdma::Driver for SrdmaDevice {
             local_ca_ack_delay: 15,
             ..DeviceAttr::default()
         })
+    }
+
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<User<'_, Self>>) -> Result<u32> {
+        SrdmaCq::resize(cq, cqe, user)
     }
 
     fn create_qp(

@@ -108,9 +108,13 @@ impl DbRecord {
     }
 
     /// Reads the `u32` at `field` (a byte offset within the record) as userspace last wrote it.
-    #[expect(dead_code, reason = "read by the data path once queues are processed")]
     pub(crate) fn load(&self, field: usize) -> Result<u32> {
         self.mem.load_u32(self.offset() + field)
+    }
+
+    /// Writes the `u32` at `field` (a byte offset within the record).
+    pub(crate) fn store(&self, field: usize, value: u32) -> Result {
+        self.mem.store_u32(self.offset() + field, value)
     }
 }
 
