@@ -21,6 +21,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The provider and bindgen-cli build with cargo: rustup's where present, else Debian's, which
+# matches rustc-web.
+if ! command -v cargo >/dev/null 2>&1; then
+	echo "setup: installing Debian's cargo-web"
+	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends cargo-web
+fi
+
 mkdir -p "$TOOLS_DIR"
 if ! "$TOOLS_DIR/bin/bindgen" --version 2>/dev/null | grep -q '0.73.2'; then
 	echo "setup: building bindgen-cli 0.73.2"

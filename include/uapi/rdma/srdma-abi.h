@@ -83,6 +83,95 @@ struct srdma_create_cq_resp {
 #define SRDMA_RQ_WQE_HDR_SIZE 16
 #define SRDMA_SGE_SIZE 16
 
+/* Flags of an SQ WQE (struct srdma_wqe_ctrl.flags). */
+#define SRDMA_WQE_SIGNALED	(1 << 0)	/* write a CQE when it completes */
+#define SRDMA_WQE_SOLICITED	(1 << 1)	/* the receiver's CQ event is solicited */
+#define SRDMA_WQE_FENCE		(1 << 2)	/* wait for earlier RDMA reads and atomics */
+#define SRDMA_WQE_INLINE	(1 << 3)	/* the data area holds the payload itself */
+
+/* The control segment that starts every SQ WQE. */
+struct srdma_wqe_ctrl {
+	__aligned_u64 wr_id;
+	__u8 opcode;		/* enum ib_uverbs_wr_opcode */
+	__u8 flags;		/* SRDMA_WQE_* */
+	__u16 num_sge;		/* SGEs in the data area; 0 with SRDMA_WQE_INLINE */
+	__u32 inline_len;	/* payload bytes with SRDMA_WQE_INLINE */
+	__u32 imm_data;		/* immediate data (network order), or the rkey to invalidate */
+	__u32 reserved;
+	__aligned_u64 reserved2;
+};
+
+/* The segment after the control segment of RDMA and atomic WQEs. */
+struct srdma_wqe_remote {
+	__aligned_u64 remote_addr;
+	__u32 rkey;
+	__u32 reserved;
+	__aligned_u64 compare_add;	/* compare (CMP_AND_SWP) or add (FETCH_AND_ADD) */
+	__aligned_u64 swap;
+};
+
+/* The segment after the control segment of UD WQEs: the address vector. */
+struct srdma_wqe_ud {
+	__u32 remote_qpn;
+	__u32 remote_qkey;
+	__u8 dgid[16];
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u8 traffic_class;
+	__u8 sl;
+	__u32 flow_label;
+};
+
+/* The header of every SQ WQE: SRDMA_SQ_WQE_HDR_SIZE bytes. */
+struct srdma_sq_wqe_hdr {
+	struct srdma_wqe_ctrl ctrl;
+	union {
+		struct srdma_wqe_remote remote;
+		struct srdma_wqe_ud ud;
+	};
+};
+
+/* A scatter/gather entry: SRDMA_SGE_SIZE bytes. */
+struct srdma_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* The header of every RQ and SRQ WQE: SRDMA_RQ_WQE_HDR_SIZE bytes. */
+struct srdma_rq_wqe_hdr {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+};
+
+/* The owner word of a CQE: bit 0 is the phase of the ring pass that wrote it. */
+#define SRDMA_CQE_OWNER_PHASE 1
+
+/*
+ * A completion-queue entry: SRDMA_CQE_SIZE bytes. The kernel writes the body, then the owner
+ * word with release ordering. The CQE at free-running index i is valid once
+ * (owner & SRDMA_CQE_OWNER_PHASE) == ((i / cqe_cnt) & 1) ^ 1: the first pass over the zeroed
+ * ring writes phase 1, the second phase 0, and so on.
+ */
+struct srdma_cqe {
+	__aligned_u64 wr_id;
+	__u32 status;		/* enum ibv_wc_status values */
+	__u32 opcode;		/* enum ibv_wc_opcode values */
+	__u32 vendor_err;
+	__u32 byte_len;
+	__u32 imm_data;		/* network order, or the invalidated rkey */
+	__u32 qp_num;
+	__u32 src_qp;
+	__u32 wc_flags;		/* enum ibv_wc_flags values */
+	__u16 pkey_index;
+	__u16 slid;
+	__u8 sl;
+	__u8 dlid_path_bits;
+	__u8 reserved[14];
+	__u32 owner;		/* SRDMA_CQE_OWNER_PHASE */
+};
+
 /* Response of create_qp. Each ring is mmap'ed at its key; rq fields are 0 with an SRQ. */
 struct srdma_create_qp_resp {
 	__aligned_u64 sq_mmap_key;

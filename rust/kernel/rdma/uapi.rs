@@ -7,8 +7,11 @@
 use crate::types::{AsBytes, FromBytes};
 
 pub use crate::uapi::{
-    srdma_alloc_ucontext_resp, srdma_cq_db, srdma_create_cq_resp, srdma_create_qp_resp,
-    srdma_create_srq_resp, srdma_db_loc, srdma_qp_db, SRDMA_ABI_VERSION, SRDMA_CQE_SIZE,
+    srdma_alloc_ucontext_resp, srdma_cq_db, srdma_cqe, srdma_create_cq_resp, srdma_create_qp_resp,
+    srdma_create_srq_resp, srdma_db_loc, srdma_qp_db, srdma_rq_wqe_hdr, srdma_sge,
+    srdma_sq_wqe_hdr, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud, SRDMA_ABI_VERSION,
+    SRDMA_CQE_OWNER_PHASE, SRDMA_CQE_SIZE, SRDMA_WQE_FENCE, SRDMA_WQE_INLINE, SRDMA_WQE_SIGNALED,
+    SRDMA_WQE_SOLICITED,
     SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
     SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE,
 };
@@ -30,9 +33,26 @@ macro_rules! plain_data {
 plain_data!(
     srdma_alloc_ucontext_resp,
     srdma_cq_db,
+    srdma_cqe,
+    srdma_rq_wqe_hdr,
+    srdma_sge,
+    srdma_wqe_ctrl,
+    srdma_wqe_remote,
+    srdma_wqe_ud,
     srdma_create_cq_resp,
     srdma_create_qp_resp,
     srdma_create_srq_resp,
     srdma_db_loc,
     srdma_qp_db,
 );
+
+// The sizes the header promises; the union in `srdma_sq_wqe_hdr` makes it not plain data (it is
+// read field by field from the copied bytes instead).
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<srdma_sq_wqe_hdr>() == SRDMA_SQ_WQE_HDR_SIZE as usize);
+    assert!(size_of::<srdma_rq_wqe_hdr>() == SRDMA_RQ_WQE_HDR_SIZE as usize);
+    assert!(size_of::<srdma_sge>() == SRDMA_SGE_SIZE as usize);
+    assert!(size_of::<srdma_cqe>() == SRDMA_CQE_SIZE as usize);
+    assert!(core::mem::offset_of!(srdma_cqe, owner) == SRDMA_CQE_SIZE as usize - 4);
+};

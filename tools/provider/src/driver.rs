@@ -282,6 +282,26 @@ mod tests {
         assert_eq!(size_of::<VerbsMr>(), 56);
         assert_eq!(size_of::<VerbsSrq>(), 160);
         assert_eq!(size_of::<ibv_ah>(), 24);
+    }
+
+    // srdma's ring formats, as the ABI header promises them.
+    #[test]
+    fn ring_formats() {
+        use crate::ffi::*;
+        assert_eq!(
+            size_of::<srdma_sq_wqe_hdr>(),
+            SRDMA_SQ_WQE_HDR_SIZE as usize
+        );
+        assert_eq!(size_of::<srdma_wqe_ctrl>(), 32);
+        assert_eq!(
+            size_of::<srdma_rq_wqe_hdr>(),
+            SRDMA_RQ_WQE_HDR_SIZE as usize
+        );
+        assert_eq!(size_of::<srdma_sge>(), SRDMA_SGE_SIZE as usize);
+        assert_eq!(size_of::<srdma_cqe>(), SRDMA_CQE_SIZE as usize);
+        assert_eq!(offset_of!(srdma_cqe, owner), SRDMA_CQE_SIZE as usize - 4);
+        assert_eq!(size_of::<srdma_qp_db>(), SRDMA_DB_RECORD_SIZE as usize);
+        assert_eq!(size_of::<srdma_cq_db>(), SRDMA_DB_RECORD_SIZE as usize);
         assert_eq!(offset_of!(VerbsQp, comp_mask), 352);
     }
 }
