@@ -19,6 +19,7 @@ pub mod driver;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+mod object;
 pub mod pd;
 pub mod qp;
 pub mod srq;

@@ -4,9 +4,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{device::Device, driver::Driver};
-use crate::{bindings, types::Opaque};
-use core::ops::Deref;
+use super::driver::Driver;
 
 /// The attributes a CQ is created with (`struct ib_cq_init_attr`).
 #[derive(Clone, Copy, Debug)]
@@ -19,49 +17,18 @@ pub struct CqInitAttr {
     pub flags: u32,
 }
 
-/// A completion queue of driver `T`: ib_core's `struct ib_cq` followed by the driver's data.
-///
-/// # Invariants
-///
-/// A `&Cq<T>` is only handed out while the CQ is alive with `data` initialised, and its
-/// `device` is a `Device<T>`.
-#[repr(C)]
-pub struct Cq<T: Driver> {
-    ib: Opaque<bindings::ib_cq>,
-    pub(crate) data: T::Cq,
-}
-
-// SAFETY: `T::Cq` is `Send + Sync`; the C part is managed by ib_core.
-unsafe impl<T: Driver> Send for Cq<T> {}
-// SAFETY: See `Send`.
-unsafe impl<T: Driver> Sync for Cq<T> {}
+super::object::driver_object!(
+    /// A completion queue of driver `T`: ib_core's `struct ib_cq` followed by the driver's
+    /// data.
+    Cq,
+    ib_cq,
+    Cq
+);
 
 impl<T: Driver> Cq<T> {
-    /// # Safety
-    ///
-    /// `ptr` must be a live, initialised CQ of `T` for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_cq) -> &'a Self {
-        // SAFETY: The CQ is the first field of a `repr(C)` `Cq<T>` (caller guarantee).
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// Returns the device of the CQ.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: ib_core sets `device` before calling the driver; it is a `Device<T>`.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
-    /// Returns the number of entries the CQ was created with.
+    /// Returns the number of entries the CQ has.
     pub fn cqe(&self) -> u32 {
-        // SAFETY: `cqe` is written once at creation, before the CQ is shared.
-        unsafe { (*self.ib.get()).cqe as u32 }
-    }
-}
-
-impl<T: Driver> Deref for Cq<T> {
-    type Target = T::Cq;
-
-    fn deref(&self) -> &T::Cq {
-        &self.data
+        // SAFETY: `cqe` is written at creation and resize, which ib_core serialises with users.
+        unsafe { (*self.raw()).cqe as u32 }
     }
 }

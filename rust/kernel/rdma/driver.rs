@@ -470,10 +470,8 @@ impl<T: Driver> Adapter<T> {
                 _p: PhantomData,
             };
             let data = T::alloc_ucontext(dev, init, &mut udata)?;
-            let uctx = ibuctx.cast::<Ucontext<T>>();
-            // SAFETY: The data slot of the context is ours to initialise; ib_core calls
-            // `dealloc_ucontext` (which drops it) only after a successful `alloc_ucontext`.
-            unsafe { core::ptr::addr_of_mut!((*uctx).data).write(data) };
+            // SAFETY: ib_core just allocated the object; its destroy operation drops the data.
+            unsafe { Ucontext::<T>::init_data(ibuctx, data) };
             Ok(0)
         })
     }
@@ -482,9 +480,8 @@ impl<T: Driver> Adapter<T> {
     ///
     /// ib_core calls this once for a context that `alloc_ucontext` initialised.
     unsafe extern "C" fn dealloc_ucontext(ibuctx: *mut bindings::ib_ucontext) {
-        let uctx = ibuctx.cast::<Ucontext<T>>();
-        // SAFETY: The data was initialised by `alloc_ucontext` and is not used any more.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*uctx).data)) };
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Ucontext::<T>::drop_data(ibuctx) };
     }
 
     /// # Safety
@@ -531,9 +528,8 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let data = T::alloc_pd(dev, user)?;
-            let pd = ibpd.cast::<Pd<T>>();
-            // SAFETY: The data slot is ours to initialise; `dealloc_pd` drops it.
-            unsafe { core::ptr::addr_of_mut!((*pd).data).write(data) };
+            // SAFETY: ib_core just allocated the object; its destroy operation drops the data.
+            unsafe { Pd::<T>::init_data(ibpd, data) };
             Ok(0)
         })
     }
@@ -545,9 +541,8 @@ impl<T: Driver> Adapter<T> {
         ibpd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        let pd = ibpd.cast::<Pd<T>>();
-        // SAFETY: The data was initialised by `alloc_pd` and is not used any more.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*pd).data)) };
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Pd::<T>::drop_data(ibpd) };
         0
     }
 
@@ -580,11 +575,10 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let (data, cqe) = T::create_cq(dev, &attr, user)?;
-            let cq = ibcq.cast::<Cq<T>>();
-            // SAFETY: The data slot is ours to initialise; `destroy_cq` drops it. `cqe` is
-            // ours to set during creation.
+            // SAFETY: ib_core just allocated the CQ (`destroy_cq` drops the data); `cqe` is ours
+            // to set during creation.
             unsafe {
-                core::ptr::addr_of_mut!((*cq).data).write(data);
+                Cq::<T>::init_data(ibcq, data);
                 (*ibcq).cqe = i32::try_from(cqe).unwrap_or(i32::MAX);
             }
             Ok(0)
@@ -598,9 +592,8 @@ impl<T: Driver> Adapter<T> {
         ibcq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        let cq = ibcq.cast::<Cq<T>>();
-        // SAFETY: The data was initialised by `create_cq` and is not used any more.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*cq).data)) };
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Cq::<T>::drop_data(ibcq) };
         0
     }
 
@@ -621,11 +614,10 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let created = T::create_qp(pd, &attr, user)?;
-            let q = ibqp.cast::<Qp<T>>();
-            // SAFETY: The data slot is ours to initialise (`destroy_qp` drops it); the QP
+            // SAFETY: ib_core just allocated the QP (`destroy_qp` drops the data); the QP
             // number and the real capacities are the driver's to report during creation.
             unsafe {
-                core::ptr::addr_of_mut!((*q).data).write(created.data);
+                Qp::<T>::init_data(ibqp, created.data);
                 (*ibqp).qp_num = created.qp_num;
                 qp::write_init_attr(&created.cap, attr.sq_sig_all, &mut *init);
             }
@@ -640,9 +632,8 @@ impl<T: Driver> Adapter<T> {
         ibqp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        let q = ibqp.cast::<Qp<T>>();
-        // SAFETY: The data was initialised by `create_qp` and is not used any more.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*q).data)) };
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Qp::<T>::drop_data(ibqp) };
         0
     }
 
@@ -769,11 +760,10 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let (data, real) = T::create_srq(pd, srq_type, &attr, user)?;
-            let srq = ibsrq.cast::<Srq<T>>();
-            // SAFETY: The data slot is ours to initialise (`destroy_srq` drops it); the real
+            // SAFETY: ib_core just allocated the SRQ (`destroy_srq` drops the data); the real
             // attributes are reported back through `init`.
             unsafe {
-                core::ptr::addr_of_mut!((*srq).data).write(data);
+                Srq::<T>::init_data(ibsrq, data);
                 real.write_raw(&mut (*init).attr);
             }
             Ok(0)
@@ -787,9 +777,8 @@ impl<T: Driver> Adapter<T> {
         ibsrq: *mut bindings::ib_srq,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
-        let srq = ibsrq.cast::<Srq<T>>();
-        // SAFETY: The data was initialised by `create_srq` and is not used any more.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*srq).data)) };
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Srq::<T>::drop_data(ibsrq) };
         0
     }
 
@@ -848,9 +837,8 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let data = T::create_ah(pd, &attr, user)?;
-            let ah = ibah.cast::<Ah<T>>();
-            // SAFETY: The data slot is ours to initialise; `destroy_ah` drops it.
-            unsafe { core::ptr::addr_of_mut!((*ah).data).write(data) };
+            // SAFETY: ib_core just allocated the object; its destroy operation drops the data.
+            unsafe { Ah::<T>::init_data(ibah, data) };
             Ok(0)
         })
     }
@@ -859,9 +847,8 @@ impl<T: Driver> Adapter<T> {
     ///
     /// ib_core calls this once for an AH that `create_ah` initialised.
     unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> crate::ffi::c_int {
-        let ah = ibah.cast::<Ah<T>>();
-        // SAFETY: The data was initialised by `create_ah` and is not used any more.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ah).data)) };
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Ah::<T>::drop_data(ibah) };
         0
     }
 

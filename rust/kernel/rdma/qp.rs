@@ -4,9 +4,8 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{cq::Cq, device::Device, driver::Driver, pd::Pd, srq::Srq};
-use crate::{bindings, types::Opaque};
-use core::ops::Deref;
+use super::{cq::Cq, driver::Driver, pd::Pd, srq::Srq};
+use crate::bindings;
 
 /// The state of a QP (`enum ib_qp_state`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -386,62 +385,30 @@ pub struct QpCreated<Q> {
     pub cap: QpCap,
 }
 
-/// A queue pair of driver `T`: ib_core's `struct ib_qp` followed by the driver's data.
-///
-/// # Invariants
-///
-/// A `&Qp<T>` is only handed out while the QP is alive with `data` initialised, and its device
-/// is a `Device<T>`.
-#[repr(C)]
-pub struct Qp<T: Driver> {
-    ib: Opaque<bindings::ib_qp>,
-    pub(crate) data: T::Qp,
-}
-
-// SAFETY: `T::Qp` is `Send + Sync`; the C part is managed by ib_core.
-unsafe impl<T: Driver> Send for Qp<T> {}
-// SAFETY: See `Send`.
-unsafe impl<T: Driver> Sync for Qp<T> {}
+super::object::driver_object!(
+    /// A queue pair of driver `T`: ib_core's `struct ib_qp` followed by the driver's data.
+    Qp,
+    ib_qp,
+    Qp
+);
 
 impl<T: Driver> Qp<T> {
-    /// # Safety
-    ///
-    /// `ptr` must be a live, initialised QP of `T` for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_qp) -> &'a Self {
-        // SAFETY: The QP is the first field of a `repr(C)` `Qp<T>` (caller guarantee).
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// Returns the device of the QP.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: ib_core sets `device` before calling the driver; it is a `Device<T>`.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// Returns the PD of the QP.
     pub fn pd(&self) -> &Pd<T> {
         // SAFETY: ib_core sets `pd` at creation; it outlives the QP and is a `Pd<T>`.
-        unsafe { Pd::from_raw((*self.ib.get()).pd) }
+        unsafe { Pd::from_raw((*self.raw()).pd) }
     }
 
     /// Returns the QP number.
     pub fn qp_num(&self) -> u32 {
         // SAFETY: Set once at creation, before the QP is shared.
-        unsafe { (*self.ib.get()).qp_num }
+        unsafe { (*self.raw()).qp_num }
     }
 
     /// Returns the transport type.
     pub fn qp_type(&self) -> QpType {
         // SAFETY: Set once at creation, before the QP is shared.
-        QpType::from_raw(unsafe { (*self.ib.get()).qp_type })
-    }
-}
-
-impl<T: Driver> Deref for Qp<T> {
-    type Target = T::Qp;
-
-    fn deref(&self) -> &T::Qp {
-        &self.data
+        QpType::from_raw(unsafe { (*self.raw()).qp_type })
     }
 }
 

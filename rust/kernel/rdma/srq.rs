@@ -4,9 +4,8 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{device::Device, driver::Driver, pd::Pd};
-use crate::{bindings, types::Opaque};
-use core::ops::Deref;
+use super::{driver::Driver, pd::Pd};
+use crate::bindings;
 
 /// The attributes of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,50 +69,18 @@ impl SrqType {
     }
 }
 
-/// A shared receive queue of driver `T`: ib_core's `struct ib_srq` followed by the driver's
-/// data.
-///
-/// # Invariants
-///
-/// A `&Srq<T>` is only handed out while the SRQ is alive with `data` initialised, and its
-/// device is a `Device<T>`.
-#[repr(C)]
-pub struct Srq<T: Driver> {
-    ib: Opaque<bindings::ib_srq>,
-    pub(crate) data: T::Srq,
-}
-
-// SAFETY: `T::Srq` is `Send + Sync`; the C part is managed by ib_core.
-unsafe impl<T: Driver> Send for Srq<T> {}
-// SAFETY: See `Send`.
-unsafe impl<T: Driver> Sync for Srq<T> {}
+super::object::driver_object!(
+    /// A shared receive queue of driver `T`: ib_core's `struct ib_srq` followed by the
+    /// driver's data.
+    Srq,
+    ib_srq,
+    Srq
+);
 
 impl<T: Driver> Srq<T> {
-    /// # Safety
-    ///
-    /// `ptr` must be a live, initialised SRQ of `T` for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_srq) -> &'a Self {
-        // SAFETY: The SRQ is the first field of a `repr(C)` `Srq<T>` (caller guarantee).
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// Returns the device of the SRQ.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: ib_core sets `device` before calling the driver; it is a `Device<T>`.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
     /// Returns the PD of the SRQ.
     pub fn pd(&self) -> &Pd<T> {
         // SAFETY: ib_core sets `pd` at creation; it outlives the SRQ and is a `Pd<T>`.
-        unsafe { Pd::from_raw((*self.ib.get()).pd) }
-    }
-}
-
-impl<T: Driver> Deref for Srq<T> {
-    type Target = T::Srq;
-
-    fn deref(&self) -> &T::Srq {
-        &self.data
+        unsafe { Pd::from_raw((*self.raw()).pd) }
     }
 }

@@ -5,68 +5,27 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
 use super::{
-    device::Device,
     driver::Driver,
     mmap::{MmapEntry, SharedPages},
     udata::UData,
 };
-use crate::{bindings, prelude::*, sync::Arc, types::Opaque};
-use core::ops::Deref;
+use crate::{bindings, prelude::*, sync::Arc};
 
-/// A user context of driver `T`: ib_core's `struct ib_ucontext` followed by the driver's data.
-///
-/// ib_core allocates it (`size_ib_ucontext`) when a process opens the device and frees it after
-/// every object of the process is destroyed.
-///
-/// # Invariants
-///
-/// A `&Ucontext<T>` is only handed out while the context is alive, with `data` initialised, and
-/// `ib.device` is a `Device<T>`.
-#[repr(C)]
-pub struct Ucontext<T: Driver> {
-    ib: Opaque<bindings::ib_ucontext>,
-    pub(crate) data: T::Ucontext,
-}
-
-// SAFETY: ib_core may call operations on a context from any thread of the process, and
-// `T::Ucontext` is `Send + Sync` (required by `Driver`).
-unsafe impl<T: Driver> Send for Ucontext<T> {}
-// SAFETY: See `Send`.
-unsafe impl<T: Driver> Sync for Ucontext<T> {}
+super::object::driver_object!(
+    /// A user context of driver `T`: ib_core's `struct ib_ucontext` followed by the driver's
+    /// data. ib_core allocates it when a process opens the device and frees it after every
+    /// object of the process is destroyed.
+    Ucontext,
+    ib_ucontext,
+    Ucontext
+);
 
 impl<T: Driver> Ucontext<T> {
-    /// # Safety
-    ///
-    /// `ptr` must be a live, initialised user context of `T` for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_ucontext) -> &'a Self {
-        // SAFETY: The context is the first field of a `repr(C)` `Ucontext<T>` (caller).
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    pub(crate) fn as_raw(&self) -> *mut bindings::ib_ucontext {
-        self.ib.get()
-    }
-
-    /// Returns the device of the context.
-    pub fn device(&self) -> &Device<T> {
-        // SAFETY: `device` is set by ib_core before the context is handed to the driver and is a
-        // `Device<T>` (type invariant), alive at least as long as the context.
-        unsafe { Device::from_raw((*self.as_raw()).device) }
-    }
-
     /// Publishes `pages` to this process: it can `mmap` them at the returned entry's offset.
     pub fn insert_mmap(&self, pages: Arc<SharedPages>) -> Result<MmapEntry> {
         // SAFETY: The context is valid; `Adapter<T>` maps entries with `remap_vmalloc_range` and
         // frees them with `EntryInner::free`.
-        unsafe { MmapEntry::insert(self.as_raw(), pages) }
-    }
-}
-
-impl<T: Driver> Deref for Ucontext<T> {
-    type Target = T::Ucontext;
-
-    fn deref(&self) -> &T::Ucontext {
-        &self.data
+        unsafe { MmapEntry::insert(self.raw(), pages) }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::driver::{ibv_cmd_create_ah, ibv_cmd_destroy_ah};
 use crate::ffi::{ib_uverbs_create_ah_resp, ibv_ah, ibv_ah_attr, ibv_pd};
-use crate::set_errno;
+use crate::{create_with, destroy_with};
 use core::mem::size_of;
 use core::ptr::null_mut;
 use libc::c_int;
@@ -15,37 +15,28 @@ pub struct SrdmaAh {
 }
 
 pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-    let ah = Box::into_raw(Box::new(SrdmaAh {
+    let ah = SrdmaAh {
         ah: ibv_ah::default(),
         // SAFETY: `attr` is valid for the call.
         attr: unsafe { *attr },
-    }));
-    let mut resp = ib_uverbs_create_ah_resp::default();
-    // SAFETY: Valid PD, attributes, object and response buffer.
-    let ret = unsafe {
-        ibv_cmd_create_ah(
-            pd,
-            ah.cast(),
-            attr,
-            (&mut resp as *mut ib_uverbs_create_ah_resp).cast(),
-            size_of::<ib_uverbs_create_ah_resp>(),
-        )
     };
-    if ret != 0 {
-        // SAFETY: Not handed out.
-        drop(unsafe { Box::from_raw(ah) });
-        set_errno(ret);
-        return null_mut();
-    }
-    ah.cast()
+    create_with(ah, |ah| {
+        let mut resp = ib_uverbs_create_ah_resp::default();
+        // SAFETY: Valid PD, attributes, object and response buffer.
+        unsafe {
+            ibv_cmd_create_ah(
+                pd,
+                ah.cast(),
+                attr,
+                (&mut resp as *mut ib_uverbs_create_ah_resp).cast(),
+                size_of::<ib_uverbs_create_ah_resp>(),
+            )
+        }
+    })
+    .map_or(null_mut(), |ah| ah.cast())
 }
 
 pub(crate) unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    // SAFETY: `ah` is an AH of ours.
-    let ret = unsafe { ibv_cmd_destroy_ah(ah) };
-    if ret == 0 {
-        // SAFETY: The kernel AH is gone; `ah` came from `create_ah`.
-        drop(unsafe { Box::from_raw(ah.cast::<SrdmaAh>()) });
-    }
-    ret
+    // SAFETY: `ah` is an AH of ours, made by `create_ah`.
+    unsafe { destroy_with(ah.cast::<SrdmaAh>(), || ibv_cmd_destroy_ah(ah)) }
 }

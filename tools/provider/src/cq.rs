@@ -3,7 +3,7 @@
 use crate::context::{map, SrdmaContext};
 use crate::driver::{ibv_cmd_create_cq, ibv_cmd_destroy_cq, ibv_cmd_resize_cq};
 use crate::ffi::*;
-use crate::set_errno;
+use crate::{create_with, set_errno};
 use core::mem::size_of;
 use core::ptr::null_mut;
 use libc::{c_int, c_void};
@@ -33,34 +33,32 @@ pub(crate) unsafe extern "C" fn create_cq(
 ) -> *mut ibv_cq {
     // SAFETY: `ctx` is one of our contexts.
     let sctx = unsafe { SrdmaContext::from_ibv(ctx) };
-    let cq = Box::into_raw(Box::new(SrdmaCq {
+    let cq = SrdmaCq {
         vcq: ibv_cq_ex::default(),
         ring: null_mut(),
         ring_len: 0,
         cqe_cnt: 0,
         db: null_mut(),
-    }));
-    let mut resp = CreateCqResp::default();
-    // SAFETY: Valid context, object and response buffer (core, then srdma's part).
-    let ret = unsafe {
-        ibv_cmd_create_cq(
-            ctx,
-            cqe,
-            channel,
-            comp_vector,
-            cq.cast(),
-            null_mut(),
-            0,
-            (&mut resp as *mut CreateCqResp).cast(),
-            size_of::<CreateCqResp>(),
-        )
     };
-    if ret != 0 {
-        // SAFETY: Not handed out.
-        drop(unsafe { Box::from_raw(cq) });
-        set_errno(ret);
+    let mut resp = CreateCqResp::default();
+    let Some(cq) = create_with(cq, |cq| {
+        // SAFETY: Valid context, object and response buffer (core, then srdma's part).
+        unsafe {
+            ibv_cmd_create_cq(
+                ctx,
+                cqe,
+                channel,
+                comp_vector,
+                cq.cast(),
+                null_mut(),
+                0,
+                (&mut resp as *mut CreateCqResp).cast(),
+                size_of::<CreateCqResp>(),
+            )
+        }
+    }) else {
         return null_mut();
-    }
+    };
     let d = &resp.drv;
     let mapped = map(sctx.cmd_fd(), d.ring_mmap_key, d.ring_size as usize)
         .and_then(|ring| sctx.doorbell(&d.db).map(|db| (ring, db)));

@@ -27,6 +27,37 @@ pub(crate) fn set_errno(err: i32) {
     unsafe { *libc::__errno_location() = err };
 }
 
+/// Runs the create command `cmd` for a new provider object `obj`; on failure frees the object,
+/// sets `errno` and returns `None`.
+pub(crate) fn create_with<T>(obj: T, cmd: impl FnOnce(*mut T) -> libc::c_int) -> Option<*mut T> {
+    let ptr = Box::into_raw(Box::new(obj));
+    let ret = cmd(ptr);
+    if ret != 0 {
+        // SAFETY: `ptr` came from `Box::into_raw` above and was not handed out.
+        drop(unsafe { Box::from_raw(ptr) });
+        set_errno(ret);
+        return None;
+    }
+    Some(ptr)
+}
+
+/// Runs the destroy command `cmd` of `obj` and frees the object if the kernel destroyed it.
+///
+/// # Safety
+///
+/// `obj` must come from [`create_with`] and not be used after a successful destroy.
+pub(crate) unsafe fn destroy_with<T>(
+    obj: *mut T,
+    cmd: impl FnOnce() -> libc::c_int,
+) -> libc::c_int {
+    let ret = cmd();
+    if ret == 0 {
+        // SAFETY: The kernel object is gone; `obj` came from `create_with` (caller guarantee).
+        drop(unsafe { Box::from_raw(obj) });
+    }
+    ret
+}
+
 static MATCH_TABLE: [VerbsMatchEnt; 3] = [
     VerbsMatchEnt {
         driver_data: core::ptr::null(),

@@ -3,7 +3,7 @@
 use crate::context::{map, SrdmaContext};
 use crate::driver::*;
 use crate::ffi::*;
-use crate::set_errno;
+use crate::{create_with, set_errno};
 use core::mem::size_of;
 use core::ptr::null_mut;
 use libc::{c_int, c_void};
@@ -63,8 +63,8 @@ pub(crate) unsafe extern "C" fn create_qp(
 ) -> *mut ibv_qp {
     // SAFETY: `pd` is a PD of one of our contexts.
     let ctx = unsafe { SrdmaContext::from_ibv((*pd).context) };
-    // SAFETY: All-zero is the expected initial state of the C parts.
-    let qp = Box::into_raw(Box::new(SrdmaQp {
+    let qp = SrdmaQp {
+        // SAFETY: All-zero is the expected initial state of the C parts.
         vqp: unsafe { core::mem::zeroed() },
         sq: null_mut(),
         sq_len: 0,
@@ -72,28 +72,26 @@ pub(crate) unsafe extern "C" fn create_qp(
         rq_len: 0,
         db: null_mut(),
         geometry: srdma_create_qp_resp::default(),
-    }));
-    // `struct ibv_create_qp`, filled by the library; srdma adds no request data.
-    let mut cmd = [0u64; 8];
-    let mut resp = CreateQpResp::default();
-    // SAFETY: Valid PD, attributes, object and buffers of the sizes given.
-    let ret = unsafe {
-        ibv_cmd_create_qp(
-            pd,
-            qp.cast(),
-            attr,
-            cmd.as_mut_ptr().cast(),
-            size_of::<[u64; 8]>(),
-            (&mut resp as *mut CreateQpResp).cast(),
-            size_of::<CreateQpResp>(),
-        )
     };
-    if ret != 0 {
-        // SAFETY: Not handed out.
-        drop(unsafe { Box::from_raw(qp) });
-        set_errno(ret);
+    let mut resp = CreateQpResp::default();
+    let Some(qp) = create_with(qp, |qp| {
+        // `struct ibv_create_qp`, filled by the library; srdma adds no request data.
+        let mut cmd = [0u64; 8];
+        // SAFETY: Valid PD, attributes, object and buffers of the sizes given.
+        unsafe {
+            ibv_cmd_create_qp(
+                pd,
+                qp.cast(),
+                attr,
+                cmd.as_mut_ptr().cast(),
+                size_of::<[u64; 8]>(),
+                (&mut resp as *mut CreateQpResp).cast(),
+                size_of::<CreateQpResp>(),
+            )
+        }
+    }) else {
         return null_mut();
-    }
+    };
     // SAFETY: `qp` is ours until returned.
     let q = unsafe { &mut *qp };
     q.geometry = resp.drv;

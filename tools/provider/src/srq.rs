@@ -3,7 +3,7 @@
 use crate::context::{map, SrdmaContext};
 use crate::driver::*;
 use crate::ffi::*;
-use crate::set_errno;
+use crate::{create_with, set_errno};
 use core::mem::size_of;
 use core::ptr::null_mut;
 use libc::c_int;
@@ -31,34 +31,32 @@ pub(crate) unsafe extern "C" fn create_srq(
 ) -> *mut ibv_srq {
     // SAFETY: `pd` is a PD of one of our contexts.
     let ctx = unsafe { SrdmaContext::from_ibv((*pd).context) };
-    // SAFETY: All-zero is the expected initial state of the C parts.
-    let srq = Box::into_raw(Box::new(SrdmaSrq {
+    let srq = SrdmaSrq {
+        // SAFETY: All-zero is the expected initial state of the C parts.
         vsrq: unsafe { core::mem::zeroed() },
         rq: null_mut(),
         db: null_mut(),
         geometry: srdma_create_srq_resp::default(),
-    }));
-    // `struct ibv_create_srq`, filled by the library.
-    let mut cmd = [0u64; 5];
-    let mut resp = CreateSrqResp::default();
-    // SAFETY: Valid PD, attributes, object and buffers of the sizes given.
-    let ret = unsafe {
-        ibv_cmd_create_srq(
-            pd,
-            srq.cast(),
-            attr,
-            cmd.as_mut_ptr().cast(),
-            size_of::<[u64; 5]>(),
-            (&mut resp as *mut CreateSrqResp).cast(),
-            size_of::<CreateSrqResp>(),
-        )
     };
-    if ret != 0 {
-        // SAFETY: Not handed out.
-        drop(unsafe { Box::from_raw(srq) });
-        set_errno(ret);
+    let mut resp = CreateSrqResp::default();
+    let Some(srq) = create_with(srq, |srq| {
+        // `struct ibv_create_srq`, filled by the library.
+        let mut cmd = [0u64; 5];
+        // SAFETY: Valid PD, attributes, object and buffers of the sizes given.
+        unsafe {
+            ibv_cmd_create_srq(
+                pd,
+                srq.cast(),
+                attr,
+                cmd.as_mut_ptr().cast(),
+                size_of::<[u64; 5]>(),
+                (&mut resp as *mut CreateSrqResp).cast(),
+                size_of::<CreateSrqResp>(),
+            )
+        }
+    }) else {
         return null_mut();
-    }
+    };
     // SAFETY: `srq` is ours until returned.
     let s = unsafe { &mut *srq };
     s.geometry = resp.drv;
