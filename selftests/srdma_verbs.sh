@@ -47,6 +47,22 @@ check "ibv_devinfo: port ACTIVE, GID from 10.31.0.1" \
 	info_has PORT_ACTIVE '::ffff:10.31.0.1, RoCE v2'
 check "ibv_devinfo: node_guid matches sysfs" info_has "node_guid:.*$(cat $SYSFS_IB/srdma0/node_guid)"
 
+# Port events reach userspace: the link goes down and up under ibv_asyncwatch.
+events=$(mktemp)
+stdbuf -oL ibv_asyncwatch -d srdma0 > "$events" 2>&1 &
+watcher=$!
+sleep 1
+ip link set "$B" down
+wait_for 5 port_is srdma0 DOWN
+ip link set "$B" up
+wait_for 5 port_is srdma0 ACTIVE
+sleep 1
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
+check "async event: IBV_EVENT_PORT_ERR when the link went down" grep -q "IBV_EVENT_PORT_ERR" "$events"
+check "async event: IBV_EVENT_PORT_ACTIVE when it came back" grep -q "IBV_EVENT_PORT_ACTIVE" "$events"
+rm -f "$events"
+
 # The objects program, its subtests folded into ours.
 while IFS= read -r line; do
 	case $line in
