@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 #include <linux/if_vlan.h>
+#include <linux/inetdevice.h>
 #include <linux/netdevice.h>
+#include <net/addrconf.h>
 
 void rust_helper_dev_hold(struct net_device *dev)
 {
@@ -32,4 +34,20 @@ struct net_device *
 rust_helper_netdev_notifier_info_to_dev(const struct netdev_notifier_info *info)
 {
 	return netdev_notifier_info_to_dev(info);
+}
+
+struct net_device *rust_helper_ipv6_dev_find_hold(struct net *net, const struct in6_addr *addr)
+{
+	struct net_device *dev;
+
+	rcu_read_lock();
+	dev = ipv6_dev_find(net, addr, NULL);
+	dev_hold(dev);
+	rcu_read_unlock();
+	return dev;
+}
+
+struct net_device *rust_helper_ip_dev_find(struct net *net, __be32 addr)
+{
+	return ip_dev_find(net, addr);
 }

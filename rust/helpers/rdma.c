@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -16,4 +17,11 @@ struct ib_ucontext *rust_helper_rdma_udata_to_ucontext(struct ib_udata *udata)
 struct ib_udata *rust_helper_uverbs_attr_bundle_udata(struct uverbs_attr_bundle *attrs)
 {
 	return &attrs->driver_udata;
+}
+
+size_t rust_helper_ib_umem_copy_to(struct ib_umem *umem, size_t offset, const void *src,
+				   size_t length)
+{
+	return sg_pcopy_from_buffer(umem->sgt_append.sgt.sgl, umem->sgt_append.sgt.orig_nents,
+				    src, length, offset + ib_umem_offset(umem));
 }

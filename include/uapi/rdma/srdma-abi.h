@@ -30,14 +30,15 @@
 #define SRDMA_DB_RECORD_SIZE 16
 
 struct srdma_qp_db {
-	__u32 sq_pi;	/* SQ producer index, in basic blocks, free-running */
-	__u32 rq_pi;	/* RQ producer index, in WQEs, free-running */
-	__u32 reserved[2];
+	__u32 sq_pi;	/* SQ producer index, in WQEs, free-running (userspace writes) */
+	__u32 rq_pi;	/* RQ producer index, in WQEs, free-running (userspace writes) */
+	__u32 sq_ci;	/* SQ consumer index (the kernel writes) */
+	__u32 rq_ci;	/* RQ consumer index (the kernel writes) */
 };
 
 struct srdma_cq_db {
-	__u32 ci;	/* consumer index, free-running */
-	__u32 arm;	/* SRDMA_CQ_ARM_* */
+	__u32 ci;	/* consumer index, free-running (userspace writes) */
+	__u32 arm;	/* reserved for completion events */
 	__u32 reserved[2];
 };
 

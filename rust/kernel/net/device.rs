@@ -63,6 +63,28 @@ unsafe impl AlwaysRefCounted for Device {
 }
 
 impl Device {
+    /// Returns the device of the initial network namespace that has the IP address of `gid`:
+    /// an IPv4-mapped IPv6 address means the IPv4 address, anything else the IPv6 address.
+    pub fn find_by_ip(gid: &[u8; 16]) -> Option<crate::types::ARef<Self>> {
+        const V4_MAPPED: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+        // Taking the address of `init_net`, which lives as long as the kernel, needs no unsafe.
+        let net = core::ptr::addr_of_mut!(bindings::init_net);
+        let dev = if gid[..12] == V4_MAPPED {
+            let addr = u32::from_ne_bytes([gid[12], gid[13], gid[14], gid[15]]);
+            // SAFETY: Looks the address up; the result is held or null.
+            unsafe { bindings::ip_dev_find(net, addr) }
+        } else {
+            // SAFETY: `in6_addr` is 16 bytes of any value; the helper returns a held device or
+            // null.
+            unsafe {
+                let addr: bindings::in6_addr = core::mem::transmute(*gid);
+                bindings::ipv6_dev_find_hold(net, &addr)
+            }
+        };
+        // SAFETY: A non-null result carries a reference that the `ARef` now owns.
+        NonNull::new(dev).map(|d| unsafe { crate::types::ARef::from_raw(d.cast()) })
+    }
+
     /// Creates a reference to a [`Device`] from a raw pointer.
     ///
     /// # Safety

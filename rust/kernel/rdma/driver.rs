@@ -101,6 +101,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Processes the work a process queued in the send queue of a user QP, after it rang the
+    /// doorbell (`post_send` with no work requests, the software "doorbell kick").
+    fn post_send_user(_qp: &Qp<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates the driver's part of a queue pair (`create_qp`) in `pd`; dropped on
     /// `destroy_qp`.
     fn create_qp(
@@ -269,6 +275,16 @@ impl<T: Driver> Adapter<T> {
         },
         resize_cq: if T::HAS_RESIZE_CQ {
             Some(Self::resize_cq)
+        } else {
+            None
+        },
+        post_send: if T::HAS_POST_SEND_USER {
+            Some(Self::post_send)
+        } else {
+            None
+        },
+        post_recv: if T::HAS_POST_SEND_USER {
+            Some(Self::post_recv)
         } else {
             None
         },
@@ -871,5 +887,45 @@ impl<T: Driver> Adapter<T> {
             unsafe { (*ibcq).cqe = i32::try_from(real).unwrap_or(i32::MAX) };
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T`, a work request list (null for a doorbell kick) and a
+    /// valid `bad_wr`.
+    unsafe extern "C" fn post_send(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live QP of `T`.
+        let q = unsafe { Qp::<T>::from_raw(ibqp) };
+        // Kernel callers' work request lists are not supported yet; user QPs are driven by
+        // their rings.
+        let ret = if !wr.is_null() || !q.is_user() {
+            EOPNOTSUPP.to_errno()
+        } else {
+            from_result(|| T::post_send_user(q).map(|()| 0))
+        };
+        if ret != 0 {
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { *bad_wr = wr };
+        }
+        ret
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T`, a work request list and a valid `bad_wr`.
+    unsafe extern "C" fn post_recv(
+        _ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> crate::ffi::c_int {
+        // User QPs post receives into their rings without the kernel; work request lists of
+        // kernel callers are not supported yet.
+        // SAFETY: `bad_wr` is valid for writes.
+        unsafe { *bad_wr = wr };
+        EOPNOTSUPP.to_errno()
     }
 }

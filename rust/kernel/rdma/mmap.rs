@@ -10,7 +10,12 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/linux/vmalloc.h`](srctree/include/linux/vmalloc.h).
 
-use crate::{bindings, prelude::*, sync::Arc, types::Opaque};
+use crate::{
+    bindings,
+    prelude::*,
+    sync::Arc,
+    types::{AsBytes, FromBytes, Opaque},
+};
 use core::{
     ptr::NonNull,
     sync::atomic::{AtomicU32, Ordering},
@@ -115,6 +120,30 @@ impl SharedPages {
             core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len())
         };
         Ok(())
+    }
+
+    /// Copies the `T` at `offset` out of the shared memory.
+    pub fn read_obj<T: FromBytes>(&self, offset: usize) -> Result<T> {
+        let mut value = core::mem::MaybeUninit::<T>::uninit();
+        // SAFETY: `value` is `size_of::<T>()` bytes of writable memory.
+        let bytes = unsafe {
+            core::slice::from_raw_parts_mut(
+                value.as_mut_ptr().cast::<u8>(),
+                core::mem::size_of::<T>(),
+            )
+        };
+        self.read(offset, bytes)?;
+        // SAFETY: All bytes were written, and any bytes are a valid `T` (`FromBytes`).
+        Ok(unsafe { value.assume_init() })
+    }
+
+    /// Copies `value` into the shared memory at `offset`.
+    pub fn write_obj<T: AsBytes>(&self, offset: usize, value: &T) -> Result {
+        // SAFETY: `T: AsBytes`, so all of its bytes are initialised.
+        let bytes = unsafe {
+            core::slice::from_raw_parts((value as *const T).cast::<u8>(), core::mem::size_of::<T>())
+        };
+        self.write(offset, bytes)
     }
 
     /// Zeroes the whole buffer.

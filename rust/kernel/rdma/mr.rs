@@ -68,6 +68,41 @@ impl Umem {
         self.len() == 0
     }
 
+    /// Copies `dst.len()` bytes at byte `offset` of the pinned memory into `dst`.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        if offset.checked_add(dst.len()).ok_or(EINVAL)? > self.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: The umem is valid and the range lies within it (checked above).
+        let ret = unsafe {
+            bindings::ib_umem_copy_from(
+                dst.as_mut_ptr().cast(),
+                self.ptr.as_ptr(),
+                offset,
+                dst.len(),
+            )
+        };
+        crate::error::to_result(ret)
+    }
+
+    /// Copies `src` into the pinned memory at byte `offset`.
+    pub fn write(&self, offset: usize, src: &[u8]) -> Result {
+        if offset.checked_add(src.len()).ok_or(EINVAL)? > self.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: The umem is valid and the range lies within it (checked above); the pages
+        // were pinned for writing only if the MR allows local writes, which the caller checks
+        // before writing (a read-only pin still maps the pages; the copy goes to the pages the
+        // process sees).
+        let n = unsafe {
+            bindings::ib_umem_copy_to(self.ptr.as_ptr(), offset, src.as_ptr().cast(), src.len())
+        };
+        if n != src.len() {
+            return Err(EFAULT);
+        }
+        Ok(())
+    }
+
     /// Returns the user address the umem starts at.
     pub fn address(&self) -> u64 {
         // SAFETY: The umem is valid (type invariant); `address` is fixed.

@@ -399,6 +399,12 @@ impl<T: Driver> Qp<T> {
         unsafe { Pd::from_raw((*self.raw()).pd) }
     }
 
+    /// Returns whether the QP belongs to a user process (rather than a kernel ULP).
+    pub fn is_user(&self) -> bool {
+        // SAFETY: `uobject` is set by ib_core at creation and never changes.
+        !unsafe { (*self.raw()).uobject }.is_null()
+    }
+
     /// Returns the QP number.
     pub fn qp_num(&self) -> u32 {
         // SAFETY: Set once at creation, before the QP is shared.

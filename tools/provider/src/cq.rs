@@ -16,6 +16,8 @@ pub struct SrdmaCq {
     pub ring_len: usize,
     pub cqe_cnt: u32,
     pub db: *mut u8,
+    /// The consumer index; the lock serialises polling.
+    pub ci: std::sync::Mutex<u32>,
 }
 
 #[repr(C)]
@@ -39,6 +41,7 @@ pub(crate) unsafe extern "C" fn create_cq(
         ring_len: 0,
         cqe_cnt: 0,
         db: null_mut(),
+        ci: std::sync::Mutex::new(0),
     };
     let mut resp = CreateCqResp::default();
     let Some(cq) = create_with(cq, |cq| {
@@ -140,6 +143,10 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
                 (*cq).ring = ring;
                 (*cq).ring_len = d.ring_size as usize;
                 (*cq).cqe_cnt = d.cqe_cnt;
+                // The kernel moved the pending CQEs to the start of the new ring.
+                if let Ok(mut ci) = (*cq).ci.lock() {
+                    *ci = 0;
+                }
             }
             0
         }

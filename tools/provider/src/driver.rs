@@ -98,6 +98,9 @@ unsafe impl Sync for VerbsContextOps {}
 
 /// Slot numbers in [`VerbsContextOps`].
 pub mod op {
+    pub const POLL_CQ: usize = 53;
+    pub const POST_RECV: usize = 54;
+    pub const POST_SEND: usize = 55;
     pub const RESIZE_CQ: usize = 71;
     pub const REG_MR: usize = 68;
     pub const QUERY_SRQ: usize = 64;
@@ -209,6 +212,11 @@ extern "C" {
         cmd_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_destroy_qp(qp: *mut ibv_qp) -> c_int;
+    pub fn ibv_cmd_post_send(
+        qp: *mut ibv_qp,
+        wr: *mut crate::ffi::ibv_send_wr,
+        bad_wr: *mut *mut crate::ffi::ibv_send_wr,
+    ) -> c_int;
     pub fn ibv_cmd_reg_mr(
         pd: *mut ibv_pd,
         addr: *mut c_void,

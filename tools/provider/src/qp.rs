@@ -18,6 +18,10 @@ pub struct SrdmaQp {
     pub rq_len: usize,
     pub db: *mut u8,
     pub geometry: srdma_create_qp_resp,
+    /// The SQ producer index; the lock serialises posting.
+    pub sq_pi: std::sync::Mutex<u32>,
+    /// The RQ producer index; the lock serialises posting.
+    pub rq_pi: std::sync::Mutex<u32>,
 }
 
 #[repr(C)]
@@ -72,6 +76,8 @@ pub(crate) unsafe extern "C" fn create_qp(
         rq_len: 0,
         db: null_mut(),
         geometry: srdma_create_qp_resp::default(),
+        sq_pi: std::sync::Mutex::new(0),
+        rq_pi: std::sync::Mutex::new(0),
     };
     let mut resp = CreateQpResp::default();
     let Some(qp) = create_with(qp, |qp| {

@@ -9,7 +9,7 @@ use kernel::{
     rdma::{
         cq::{Cq, CqInitAttr},
         mmap::{MmapEntry, SharedPages},
-        uapi::{srdma_create_cq_resp, SRDMA_CQE_SIZE},
+        uapi::{srdma_cqe, srdma_create_cq_resp, SRDMA_CQE_SIZE},
         ucontext::User,
         Device,
     },
@@ -62,12 +62,44 @@ impl CqRing {
     }
 }
 
-/// srdma's part of a completion queue.
-pub(crate) struct SrdmaCq {
+/// The state of a CQ that QPs write completions to.
+pub(crate) struct CqShared {
     ring: Pin<KBox<Mutex<CqRing>>>,
     /// The consumer index and arm word, for user CQs.
     db: Option<DbRecord>,
     cq_id: u32,
+}
+
+impl CqShared {
+    /// Writes `cqe` as the next CQE: the body first, then the owner word with release
+    /// ordering, so a consumer that sees the new phase sees the whole CQE. Fails with `ENOSPC`
+    /// when the ring is full (the CQ overran).
+    pub(crate) fn push(&self, cqe: &srdma_cqe) -> Result {
+        let mut ring = self.ring.lock();
+        let consumer = match &self.db {
+            Some(db) => db.load(0)?,
+            None => ring.producer,
+        };
+        // A consumer index the process corrupted reads as an overrun too.
+        if ring.producer.wrapping_sub(consumer) >= ring.cqe_cnt {
+            return Err(ENOSPC);
+        }
+        let idx = (ring.producer & (ring.cqe_cnt - 1)) as usize;
+        let phase = ((ring.producer / ring.cqe_cnt) & 1) ^ 1;
+        let mut body = *cqe;
+        body.owner = phase ^ 1;
+        ring.mem.write_obj(idx * CQE_SIZE, &body)?;
+        ring.mem.store_u32(idx * CQE_SIZE + OWNER_OFFSET, phase)?;
+        ring.producer = ring.producer.wrapping_add(1);
+        Ok(())
+    }
+}
+
+const OWNER_OFFSET: usize = CQE_SIZE - 4;
+
+/// srdma's part of a completion queue.
+pub(crate) struct SrdmaCq {
+    pub(crate) shared: Arc<CqShared>,
 }
 
 impl SrdmaCq {
@@ -94,11 +126,14 @@ impl SrdmaCq {
         if let Some(mut user) = user {
             user.udata.write(&resp)?;
         }
+        let shared = CqShared {
+            ring: KBox::pin_init(new_mutex!(ring), GFP_KERNEL)?,
+            db,
+            cq_id,
+        };
         Ok((
             SrdmaCq {
-                ring: KBox::pin_init(new_mutex!(ring), GFP_KERNEL)?,
-                db,
-                cq_id,
+                shared: Arc::new(shared, GFP_KERNEL)?,
             },
             cqe,
         ))
@@ -111,6 +146,7 @@ impl SrdmaCq {
         cqe: u32,
         user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<u32> {
+        let cq = &cq.shared;
         let mut new = CqRing::new(cqe, user.as_ref())?;
         let mut ring = cq.ring.lock();
         // The consumer index is the process's word: bound what it claims by what was produced.
@@ -129,6 +165,8 @@ impl SrdmaCq {
         for i in 0..pending {
             let from = (consumer.wrapping_add(i) & (ring.cqe_cnt - 1)) as usize * CQE_SIZE;
             ring.mem.read(from, &mut cqe_buf)?;
+            // Index `i` of the new ring is written in its first pass: phase 1.
+            cqe_buf[OWNER_OFFSET..].copy_from_slice(&1u32.to_le_bytes());
             new.mem.write(i as usize * CQE_SIZE, &cqe_buf)?;
         }
         new.producer = pending;

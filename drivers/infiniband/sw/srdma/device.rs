@@ -223,6 +223,10 @@ impl rdma::Driver for SrdmaDevice {
         SrdmaCq::resize(cq, cqe, user)
     }
 
+    fn post_send_user(qp: &Qp<Self>) -> Result {
+        crate::engine::kick(qp)
+    }
+
     fn create_qp(
         pd: &Pd<Self>,
         attr: &QpInitAttr<'_, Self>,

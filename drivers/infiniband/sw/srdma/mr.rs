@@ -26,7 +26,6 @@ const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
     | access::OPTIONAL;
 
 /// What the data path needs of an MR, found by key.
-#[expect(dead_code, reason = "read by the data path when it resolves keys")]
 pub(crate) struct MrShared {
     /// The PD the MR belongs to.
     pub(crate) pd_id: u32,

@@ -3,6 +3,7 @@
 //! Queue pairs: the work-queue rings, the QP number, and the IB state machine.
 
 use crate::{
+    cq::CqShared,
     device::{SrdmaDevice, PORT},
     doorbell::DbRecord,
     params::*,
@@ -50,10 +51,6 @@ impl Ring {
 }
 
 /// The state of a QP that other QPs (of this or another device) reach by QP number.
-#[expect(
-    dead_code,
-    reason = "the rings and the number are used by the data path"
-)]
 pub(crate) struct QpShared {
     pub(crate) qpn: u32,
     /// The PD of the QP; work requests may only use MRs of the same PD.
@@ -64,7 +61,21 @@ pub(crate) struct QpShared {
     pub(crate) sq: Ring,
     pub(crate) rq: Option<Ring>,
     pub(crate) attr: Pin<KBox<Mutex<QpAttr>>>,
+    /// The producer and consumer indices, for user QPs.
+    pub(crate) db: Option<DbRecord>,
+    /// The next SQ WQE the kernel takes; the lock serialises the SQ's processing.
+    pub(crate) sq_ci: Pin<KBox<Mutex<u32>>>,
+    /// The next RQ WQE the kernel takes; the lock serialises deliveries to this QP.
+    pub(crate) rq_ci: Pin<KBox<Mutex<u32>>>,
+    pub(crate) send_cq: Arc<CqShared>,
+    pub(crate) recv_cq: Arc<CqShared>,
 }
+
+/// Byte offsets in a QP's doorbell record (`struct srdma_qp_db`).
+pub(crate) const DB_SQ_PI: usize = 0;
+pub(crate) const DB_RQ_PI: usize = 4;
+pub(crate) const DB_SQ_CI: usize = 8;
+pub(crate) const DB_RQ_CI: usize = 12;
 
 /// QP numbers 0 and 1 are the special QPs; numbers below 16 stay unused, as on other devices.
 pub(crate) const QPN_MIN: u32 = 16;
@@ -74,8 +85,7 @@ pub(crate) const QPN_MAX: u32 = 0xff_ffff;
 pub(crate) struct SrdmaQp {
     // Field order is drop order: the number goes first, so lookups stop finding the QP.
     _qpn: Reservation<QpShared>,
-    shared: Arc<QpShared>,
-    _db: Option<DbRecord>,
+    pub(crate) shared: Arc<QpShared>,
     _sq_entry: Option<MmapEntry>,
     _rq_entry: Option<MmapEntry>,
 }
@@ -104,9 +114,10 @@ impl SrdmaQp {
         if attr.create_flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        if attr.send_cq.is_none() || attr.recv_cq.is_none() {
+        let (Some(send_cq), Some(recv_cq)) = (attr.send_cq, attr.recv_cq) else {
             return Err(EINVAL);
-        }
+        };
+        let (send_cq, recv_cq) = (send_cq.shared.clone(), recv_cq.shared.clone());
         let c = &attr.cap;
         if c.max_send_wr > MAX_QP_WR
             || c.max_recv_wr > MAX_QP_WR
@@ -180,6 +191,11 @@ impl SrdmaQp {
                 sq,
                 rq,
                 attr: KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?,
+                db,
+                sq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
+                rq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
+                send_cq,
+                recv_cq,
             },
             GFP_KERNEL,
         )?;
@@ -187,7 +203,6 @@ impl SrdmaQp {
         let qp = SrdmaQp {
             _qpn: reservation,
             shared,
-            _db: db,
             _sq_entry: sq_entry,
             _rq_entry: rq_entry,
         };
@@ -216,6 +231,9 @@ impl SrdmaQp {
             return Err(EOPNOTSUPP);
         }
         let shared = &qp.shared;
+        // Lock order: SQ, RQ, attributes (the data path takes them in this order too).
+        let mut sq_ci = shared.sq_ci.lock();
+        let mut rq_ci = shared.rq_ci.lock();
         let mut cur = shared.attr.lock();
         let cur_state = cur.qp_state;
         if mask.has(QpAttrMask::CUR_STATE) && attr.cur_qp_state != cur_state {
@@ -281,8 +299,14 @@ impl SrdmaQp {
             new.en_sqd_async_notify = attr.en_sqd_async_notify;
         }
         if next == QpState::Reset {
-            // Back to the state of a new QP.
+            // Back to the state of a new QP: empty rings, indices from 0.
             new = QpAttr::default();
+            *sq_ci = 0;
+            *rq_ci = 0;
+            if let Some(db) = &shared.db {
+                db.store(DB_SQ_CI, 0)?;
+                db.store(DB_RQ_CI, 0)?;
+            }
         }
         new.qp_state = next;
         new.cur_qp_state = next;

@@ -13,6 +13,7 @@ mod ah;
 mod cq;
 mod device;
 mod doorbell;
+mod engine;
 mod link;
 mod mr;
 mod params;

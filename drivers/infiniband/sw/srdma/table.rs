@@ -34,7 +34,6 @@ pub(crate) fn new_table<V: Send + Sync>(min: u32, max: u32) -> Result<Table<V>> 
 
 impl<V> IdTable<V> {
     /// Returns the object with number `id`, if it exists and is fully created.
-    #[expect(dead_code, reason = "the data path looks objects up")]
     pub(crate) fn get(&self, id: u32) -> Option<Arc<V>> {
         self.ids.get(&id).and_then(|v| v.clone())
     }

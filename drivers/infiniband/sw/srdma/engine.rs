@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The engine: takes WQEs from a send queue after a doorbell kick and carries them out against
+//! the destination QP, which the loopback backend finds on this host by its GID and number.
+//!
+//! Everything read from a ring is copied into private memory once and validated there; indices
+//! are bounded by the ring sizes; failures become error completions and move the QP to the
+//! error state, as verbs defines.
+
+use crate::{
+    device::SrdmaDevice,
+    mr::MrShared,
+    params::MAX_MSG_SZ,
+    qp::{QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
+};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{
+    net,
+    prelude::*,
+    rdma::{
+        mr::access,
+        qp::{Qp, QpState, QpType},
+        uapi::{
+            srdma_cqe, srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_ctrl, srdma_wqe_remote,
+            SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_INLINE,
+            SRDMA_WQE_SIGNALED,
+        },
+        Device, DeviceRef,
+    },
+    sync::Arc,
+};
+
+// `enum ib_uverbs_wr_opcode`.
+const WR_RDMA_WRITE: u8 = 0;
+const WR_RDMA_WRITE_WITH_IMM: u8 = 1;
+const WR_SEND: u8 = 2;
+const WR_SEND_WITH_IMM: u8 = 3;
+
+// `enum ibv_wc_status`.
+const WC_SUCCESS: u32 = 0;
+const WC_LOC_LEN_ERR: u32 = 1;
+const WC_LOC_QP_OP_ERR: u32 = 2;
+const WC_LOC_PROT_ERR: u32 = 4;
+const WC_WR_FLUSH_ERR: u32 = 5;
+const WC_REM_INV_REQ_ERR: u32 = 9;
+const WC_REM_ACCESS_ERR: u32 = 10;
+const WC_RETRY_EXC_ERR: u32 = 12;
+const WC_RNR_RETRY_EXC_ERR: u32 = 13;
+
+// `enum ibv_wc_opcode` and `enum ibv_wc_flags`.
+const WC_SEND: u32 = 0;
+const WC_RDMA_WRITE: u32 = 1;
+const WC_RECV: u32 = 128;
+const WC_RECV_RDMA_WITH_IMM: u32 = 129;
+const WC_WITH_IMM: u32 = 2;
+
+/// Warnings about what processes do wrong stop after a few, so that a process cannot flood the
+/// kernel log.
+fn warn_allowed() -> bool {
+    const LIMIT: u32 = 20;
+    static WARNINGS: AtomicU32 = AtomicU32::new(0);
+    let n = WARNINGS.fetch_add(1, Ordering::Relaxed);
+    if n == LIMIT {
+        pr_warn!("further warnings about rings and CQ overruns are suppressed\n");
+    }
+    n < LIMIT
+}
+
+/// Why a delivery to the destination failed.
+enum Refused {
+    /// No receive WQE was posted.
+    Rnr,
+    /// The message did not fit the receive WQE, or the receive WQE was bad.
+    Length,
+    /// The destination QP is not there or not ready.
+    Unreachable,
+}
+
+/// The destination of a connected QP: its device (kept registered) and its state.
+struct Dest {
+    dev: DeviceRef<SrdmaDevice>,
+    qp: Arc<QpShared>,
+}
+
+fn find_dest(dgid: &[u8; 16], qpn: u32) -> Option<Dest> {
+    let ndev = net::device::Device::find_by_ip(dgid)?;
+    let dev = Device::<SrdmaDevice>::get_by_netdev(&ndev)?;
+    let qp = dev.qps().lock().get(qpn)?;
+    Some(Dest { dev, qp })
+}
+
+/// Returns the MR behind `key` that covers `len` bytes at `addr` with rights `need`, in PD
+/// `pd_id`, and the offset of `addr` in it.
+fn resolve(
+    dev: &Device<SrdmaDevice>,
+    key: u32,
+    pd_id: u32,
+    need: u32,
+    addr: u64,
+    len: u64,
+) -> Option<(Arc<MrShared>, usize)> {
+    if key & 0xff != 0 {
+        return None;
+    }
+    let mr = dev.mrs().lock().get(key >> 8)?;
+    if mr.pd_id != pd_id || mr.access & need != need {
+        return None;
+    }
+    let end = addr.checked_add(len)?;
+    if addr < mr.iova || end > mr.iova.checked_add(mr.length)? {
+        return None;
+    }
+    mr.umem.as_ref()?;
+    Some((mr.clone(), usize::try_from(addr - mr.iova).ok()?))
+}
+
+fn cqe(wr_id: u64, status: u32, opcode: u32, qp_num: u32) -> srdma_cqe {
+    srdma_cqe {
+        wr_id,
+        status,
+        opcode,
+        qp_num,
+        ..Default::default()
+    }
+}
+
+fn complete(cq: &crate::cq::CqShared, cqe: &srdma_cqe) {
+    if cq.push(cqe).is_err() {
+        if warn_allowed() {
+            pr_warn!("CQ overrun: a completion of QP {} is lost\n", cqe.qp_num);
+        }
+    }
+}
+
+/// Processes the SQ of a user QP up to the producer index its doorbell record shows.
+pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
+    let dev = qp.device();
+    let q = &qp.shared;
+    let db = q.db.as_ref().ok_or(EINVAL)?;
+    let mut ci = q.sq_ci.lock();
+    let attr = *q.attr.lock();
+    if attr.qp_state != QpState::Rts {
+        return Err(EINVAL);
+    }
+    let pi = db.load(DB_SQ_PI)?;
+    let pending = pi.wrapping_sub(*ci);
+    if pending > q.sq.wqe_cnt {
+        if warn_allowed() {
+            pr_warn!(
+                "QP {}: SQ producer index out of range; QP in error\n",
+                q.qpn
+            );
+        }
+        q.attr.lock().qp_state = QpState::Err;
+        return Err(EINVAL);
+    }
+    let mut failed = false;
+    for _ in 0..pending {
+        let off = (*ci & (q.sq.wqe_cnt - 1)) as usize * q.sq.wqe_size as usize;
+        let ctrl: srdma_wqe_ctrl = q.sq.mem.read_obj(off)?;
+        let (status, opcode) = if failed {
+            (WC_WR_FLUSH_ERR, WC_SEND)
+        } else {
+            execute(dev, q, &attr, off, &ctrl)
+        };
+        *ci = ci.wrapping_add(1);
+        db.store(DB_SQ_CI, *ci)?;
+        let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
+        if status != WC_SUCCESS || signaled {
+            complete(&q.send_cq, &cqe(ctrl.wr_id, status, opcode, q.qpn));
+        }
+        if status != WC_SUCCESS && !failed {
+            q.attr.lock().qp_state = QpState::Err;
+            failed = true;
+        }
+    }
+    Ok(())
+}
+
+/// Carries out one WQE; returns the completion status and opcode.
+fn execute(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &kernel::rdma::qp::QpAttr,
+    off: usize,
+    ctrl: &srdma_wqe_ctrl,
+) -> (u32, u32) {
+    let wc_op = match ctrl.opcode {
+        WR_SEND | WR_SEND_WITH_IMM => WC_SEND,
+        WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => WC_RDMA_WRITE,
+        _ => return (WC_LOC_QP_OP_ERR, WC_SEND),
+    };
+    if !matches!(q.qp_type, QpType::Rc | QpType::Uc) {
+        return (WC_LOC_QP_OP_ERR, wc_op);
+    }
+    let data = match gather(dev, q, off, ctrl) {
+        Ok(data) => data,
+        Err(status) => return (status, wc_op),
+    };
+    let Some(dest) = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num) else {
+        // RC retries until it gives up; UC does not know.
+        let status = if q.qp_type == QpType::Rc {
+            WC_RETRY_EXC_ERR
+        } else {
+            WC_SUCCESS
+        };
+        return (status, wc_op);
+    };
+    let imm =
+        matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM).then_some(ctrl.imm_data);
+    let result = match ctrl.opcode {
+        WR_SEND | WR_SEND_WITH_IMM => deliver(&dest, &data, imm, q.qpn, WC_RECV),
+        _ => {
+            let remote: srdma_wqe_remote = match q.sq.mem.read_obj(off + 32) {
+                Ok(r) => r,
+                Err(_) => return (WC_LOC_QP_OP_ERR, wc_op),
+            };
+            let Some((mr, moff)) = resolve(
+                &dest.dev,
+                remote.rkey,
+                dest.qp.pd_id,
+                access::REMOTE_WRITE,
+                remote.remote_addr,
+                data.len() as u64,
+            ) else {
+                return (WC_REM_ACCESS_ERR, wc_op);
+            };
+            if let Some(umem) = &mr.umem {
+                if umem.write(moff, &data).is_err() {
+                    return (WC_REM_ACCESS_ERR, wc_op);
+                }
+            }
+            match imm {
+                Some(_) => deliver(&dest, &[], imm, q.qpn, WC_RECV_RDMA_WITH_IMM),
+                None => Ok(()),
+            }
+        }
+    };
+    let status = match result {
+        Ok(()) => WC_SUCCESS,
+        Err(Refused::Rnr) if q.qp_type == QpType::Rc => WC_RNR_RETRY_EXC_ERR,
+        Err(Refused::Length) if q.qp_type == QpType::Rc => WC_REM_INV_REQ_ERR,
+        Err(Refused::Unreachable) if q.qp_type == QpType::Rc => WC_RETRY_EXC_ERR,
+        // UC drops what cannot be delivered.
+        Err(_) => WC_SUCCESS,
+    };
+    (status, wc_op)
+}
+
+/// Collects the payload of a WQE: its inline data or the memory its SGEs name.
+fn gather(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    off: usize,
+    ctrl: &srdma_wqe_ctrl,
+) -> core::result::Result<KVec<u8>, u32> {
+    let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
+    let body = off + SRDMA_SQ_WQE_HDR_SIZE as usize;
+    let mut data = KVec::new();
+    if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0 {
+        let len = ctrl.inline_len as usize;
+        if len > area || ctrl.inline_len > q.cap.max_inline_data {
+            return Err(WC_LOC_LEN_ERR);
+        }
+        data.extend_with(len, 0, GFP_KERNEL)
+            .map_err(|_| WC_LOC_QP_OP_ERR)?;
+        q.sq.mem
+            .read(body, &mut data)
+            .map_err(|_| WC_LOC_QP_OP_ERR)?;
+        return Ok(data);
+    }
+    let n = ctrl.num_sge as usize;
+    if n > q.cap.max_send_sge as usize || n * SRDMA_SGE_SIZE as usize > area {
+        return Err(WC_LOC_LEN_ERR);
+    }
+    for i in 0..n {
+        let sge: srdma_sge =
+            q.sq.mem
+                .read_obj(body + i * SRDMA_SGE_SIZE as usize)
+                .map_err(|_| WC_LOC_QP_OP_ERR)?;
+        if data.len() as u64 + u64::from(sge.length) > u64::from(MAX_MSG_SZ) {
+            return Err(WC_LOC_LEN_ERR);
+        }
+        let (mr, moff) = resolve(dev, sge.lkey, q.pd_id, 0, sge.addr, u64::from(sge.length))
+            .ok_or(WC_LOC_PROT_ERR)?;
+        let start = data.len();
+        data.extend_with(sge.length as usize, 0, GFP_KERNEL)
+            .map_err(|_| WC_LOC_QP_OP_ERR)?;
+        let umem = mr.umem.as_ref().ok_or(WC_LOC_PROT_ERR)?;
+        umem.read(moff, &mut data[start..])
+            .map_err(|_| WC_LOC_PROT_ERR)?;
+    }
+    Ok(data)
+}
+
+/// Takes the next receive WQE of the destination and scatters `data` into it.
+fn deliver(
+    dest: &Dest,
+    data: &[u8],
+    imm: Option<u32>,
+    src_qpn: u32,
+    wc_opcode: u32,
+) -> core::result::Result<(), Refused> {
+    let d = &dest.qp;
+    let (Some(rq), Some(db)) = (&d.rq, &d.db) else {
+        return Err(Refused::Unreachable);
+    };
+    let mut ci = d.rq_ci.lock();
+    if !matches!(d.attr.lock().qp_state, QpState::Rtr | QpState::Rts) {
+        return Err(Refused::Unreachable);
+    }
+    let pi = db.load(DB_RQ_PI).map_err(|_| Refused::Unreachable)?;
+    let pending = pi.wrapping_sub(*ci);
+    if pending == 0 {
+        return Err(Refused::Rnr);
+    }
+    if pending > rq.wqe_cnt {
+        if warn_allowed() {
+            pr_warn!(
+                "QP {}: RQ producer index out of range; QP in error\n",
+                d.qpn
+            );
+        }
+        d.attr.lock().qp_state = QpState::Err;
+        return Err(Refused::Unreachable);
+    }
+    let off = (*ci & (rq.wqe_cnt - 1)) as usize * rq.wqe_size as usize;
+    *ci = ci.wrapping_add(1);
+    let _ = db.store(DB_RQ_CI, *ci);
+    let hdr: srdma_rq_wqe_hdr = rq.mem.read_obj(off).map_err(|_| Refused::Length)?;
+    let mut wc = cqe(hdr.wr_id, WC_SUCCESS, wc_opcode, d.qpn);
+    wc.src_qp = src_qpn;
+    wc.byte_len = data.len() as u32;
+    if let Some(imm) = imm {
+        wc.imm_data = imm;
+        wc.wc_flags = WC_WITH_IMM;
+    }
+    let result = scatter(dest, rq, off, &hdr, data);
+    if result.is_err() {
+        wc.status = WC_LOC_LEN_ERR;
+    }
+    complete(&d.recv_cq, &wc);
+    result
+}
+
+fn scatter(
+    dest: &Dest,
+    rq: &crate::qp::Ring,
+    off: usize,
+    hdr: &srdma_rq_wqe_hdr,
+    mut data: &[u8],
+) -> core::result::Result<(), Refused> {
+    let d = &dest.qp;
+    let n = hdr.num_sge as usize;
+    if n > d.cap.max_recv_sge as usize
+        || SRDMA_RQ_WQE_HDR_SIZE as usize + n * SRDMA_SGE_SIZE as usize > rq.wqe_size as usize
+    {
+        return Err(Refused::Length);
+    }
+    let body = off + SRDMA_RQ_WQE_HDR_SIZE as usize;
+    for i in 0..n {
+        if data.is_empty() {
+            break;
+        }
+        let sge: srdma_sge = rq
+            .mem
+            .read_obj(body + i * SRDMA_SGE_SIZE as usize)
+            .map_err(|_| Refused::Length)?;
+        let len = (sge.length as usize).min(data.len());
+        let (mr, moff) = resolve(
+            &dest.dev,
+            sge.lkey,
+            d.pd_id,
+            access::LOCAL_WRITE,
+            sge.addr,
+            len as u64,
+        )
+        .ok_or(Refused::Length)?;
+        let umem = mr.umem.as_ref().ok_or(Refused::Length)?;
+        umem.write(moff, &data[..len])
+            .map_err(|_| Refused::Length)?;
+        data = &data[len..];
+    }
+    if !data.is_empty() {
+        return Err(Refused::Length);
+    }
+    Ok(())
+}

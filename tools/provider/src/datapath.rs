@@ -1,0 +1,303 @@
+//! The data path in userspace: WQEs are written straight into the mapped rings, the producer
+//! index into the doorbell record; sends then ring the kernel with an empty post_send command
+//! (the doorbell kick). Completions are read from the mapped CQ ring without a syscall.
+#![allow(
+    non_upper_case_globals,
+    reason = "the verbs constants keep their C names"
+)]
+
+use crate::cq::SrdmaCq;
+use crate::driver::ibv_cmd_post_send;
+use crate::ffi::*;
+use crate::qp::SrdmaQp;
+use core::mem::size_of;
+use core::ptr::{null_mut, read_volatile};
+use core::sync::atomic::{AtomicU32, Ordering};
+use libc::c_int;
+
+// Byte offsets in the doorbell records (`struct srdma_qp_db`, `struct srdma_cq_db`).
+const DB_SQ_PI: usize = 0;
+const DB_RQ_PI: usize = 4;
+const DB_SQ_CI: usize = 8;
+const DB_RQ_CI: usize = 12;
+const DB_CQ_CI: usize = 0;
+
+const HDR: usize = SRDMA_SQ_WQE_HDR_SIZE as usize;
+const SGE: usize = SRDMA_SGE_SIZE as usize;
+const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;
+const CQE: usize = SRDMA_CQE_SIZE as usize;
+
+/// # Safety
+///
+/// `db` must point to a mapped doorbell record with a 4-byte aligned word at `offset`.
+unsafe fn db_word<'a>(db: *mut u8, offset: usize) -> &'a AtomicU32 {
+    // SAFETY: Guaranteed by the caller; the kernel accesses the word atomically too.
+    unsafe { AtomicU32::from_ptr(db.add(offset).cast()) }
+}
+
+/// Builds the WQE for `wr` at `wqe` (a slot of `size` bytes).
+///
+/// # Safety
+///
+/// `wqe` must be a mapped SQ slot of `size` bytes; `wr` a valid work request whose SGEs point
+/// to readable memory when it is inline.
+unsafe fn build_send_wqe(
+    q: &SrdmaQp,
+    wr: &ibv_send_wr,
+    wqe: *mut u8,
+    size: usize,
+) -> Result<(), c_int> {
+    let opcode = match wr.opcode {
+        ibv_wr_opcode_IBV_WR_SEND
+        | ibv_wr_opcode_IBV_WR_SEND_WITH_IMM
+        | ibv_wr_opcode_IBV_WR_RDMA_WRITE
+        | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM => wr.opcode as u8,
+        _ => return Err(libc::EOPNOTSUPP),
+    };
+    let n = usize::try_from(wr.num_sge).map_err(|_| libc::EINVAL)?;
+    // SAFETY: `sg_list` holds `num_sge` entries (verbs contract).
+    let sges = if n == 0 {
+        &[][..]
+    } else {
+        unsafe { core::slice::from_raw_parts(wr.sg_list, n) }
+    };
+    let mut flags = 0u8;
+    if wr.send_flags & ibv_send_flags_IBV_SEND_SIGNALED != 0 {
+        flags |= SRDMA_WQE_SIGNALED as u8;
+    }
+    if wr.send_flags & ibv_send_flags_IBV_SEND_SOLICITED != 0 {
+        flags |= SRDMA_WQE_SOLICITED as u8;
+    }
+    if wr.send_flags & ibv_send_flags_IBV_SEND_FENCE != 0 {
+        flags |= SRDMA_WQE_FENCE as u8;
+    }
+    let area = size - HDR;
+    let mut ctrl = srdma_wqe_ctrl {
+        wr_id: wr.wr_id,
+        opcode,
+        flags,
+        // SAFETY: Both members of the union are plain `u32`s.
+        imm_data: unsafe { wr.__bindgen_anon_1.imm_data },
+        ..Default::default()
+    };
+    if wr.send_flags & ibv_send_flags_IBV_SEND_INLINE != 0 {
+        let total: usize = sges.iter().map(|s| s.length as usize).sum();
+        if total > q.geometry.max_inline_data as usize || total > area {
+            return Err(libc::EINVAL);
+        }
+        ctrl.flags |= SRDMA_WQE_INLINE as u8;
+        ctrl.inline_len = total as u32;
+        let mut at = HDR;
+        for s in sges {
+            // SAFETY: Inline SGEs name readable memory of the caller (verbs contract); the
+            // destination lies within the slot (`total <= area`).
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    s.addr as usize as *const u8,
+                    wqe.add(at),
+                    s.length as usize,
+                )
+            };
+            at += s.length as usize;
+        }
+    } else {
+        if n * SGE > area {
+            return Err(libc::EINVAL);
+        }
+        ctrl.num_sge = n as u16;
+        for (i, s) in sges.iter().enumerate() {
+            let sge = srdma_sge {
+                addr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            };
+            // SAFETY: Within the slot (`n * SGE <= area`).
+            unsafe {
+                wqe.add(HDR + i * SGE)
+                    .cast::<srdma_sge>()
+                    .write_unaligned(sge)
+            };
+        }
+    }
+    if matches!(
+        wr.opcode,
+        ibv_wr_opcode_IBV_WR_RDMA_WRITE | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
+    ) {
+        // SAFETY: RDMA work requests use the `rdma` member.
+        let rdma = unsafe { wr.wr.rdma };
+        let remote = srdma_wqe_remote {
+            remote_addr: rdma.remote_addr,
+            rkey: rdma.rkey,
+            ..Default::default()
+        };
+        // SAFETY: The remote segment follows the control segment within the header.
+        unsafe {
+            wqe.add(size_of::<srdma_wqe_ctrl>())
+                .cast::<srdma_wqe_remote>()
+                .write_unaligned(remote)
+        };
+    }
+    // SAFETY: The control segment starts the slot.
+    unsafe { wqe.cast::<srdma_wqe_ctrl>().write_unaligned(ctrl) };
+    Ok(())
+}
+
+pub(crate) unsafe extern "C" fn post_send(
+    ibqp: *mut ibv_qp,
+    mut wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> c_int {
+    // SAFETY: `ibqp` is a QP of ours.
+    let q = unsafe { &*ibqp.cast::<SrdmaQp>() };
+    let g = q.geometry;
+    let Ok(mut pi) = q.sq_pi.lock() else {
+        return libc::EIO;
+    };
+    // SAFETY: The doorbell record is mapped while the QP exists.
+    let (db_pi, db_ci) = unsafe { (db_word(q.db, DB_SQ_PI), db_word(q.db, DB_SQ_CI)) };
+    let mut ret = 0;
+    let mut posted = 0;
+    while !wr.is_null() {
+        if pi.wrapping_sub(db_ci.load(Ordering::Acquire)) >= g.sq_wqe_cnt {
+            ret = libc::ENOMEM;
+            break;
+        }
+        let size = g.sq_wqe_size as usize;
+        let slot = (*pi & (g.sq_wqe_cnt - 1)) as usize * size;
+        // SAFETY: `wr` is a valid work request; the slot lies within the mapped SQ.
+        if let Err(e) = unsafe { build_send_wqe(q, &*wr, q.sq.add(slot), size) } {
+            ret = e;
+            break;
+        }
+        *pi = pi.wrapping_add(1);
+        posted += 1;
+        // SAFETY: `wr` is valid; `next` is the rest of the list.
+        wr = unsafe { (*wr).next };
+    }
+    if posted > 0 {
+        // The WQEs are written before the kernel can see the new producer index.
+        db_pi.store(*pi, Ordering::Release);
+        let mut bad = null_mut();
+        // SAFETY: An empty post_send command is the doorbell kick.
+        let kick = unsafe { ibv_cmd_post_send(ibqp, null_mut(), &mut bad) };
+        if ret == 0 {
+            ret = kick;
+        }
+    }
+    if ret != 0 {
+        // SAFETY: `bad_wr` is valid for writes.
+        unsafe { *bad_wr = wr };
+    }
+    ret
+}
+
+pub(crate) unsafe extern "C" fn post_recv(
+    ibqp: *mut ibv_qp,
+    mut wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    // SAFETY: `ibqp` is a QP of ours.
+    let q = unsafe { &*ibqp.cast::<SrdmaQp>() };
+    let g = q.geometry;
+    if q.rq.is_null() {
+        // SAFETY: `bad_wr` is valid for writes.
+        unsafe { *bad_wr = wr };
+        return libc::EINVAL;
+    }
+    let Ok(mut pi) = q.rq_pi.lock() else {
+        return libc::EIO;
+    };
+    // SAFETY: The doorbell record is mapped while the QP exists.
+    let (db_pi, db_ci) = unsafe { (db_word(q.db, DB_RQ_PI), db_word(q.db, DB_RQ_CI)) };
+    let mut ret = 0;
+    while !wr.is_null() {
+        // SAFETY: `wr` is a valid work request.
+        let w = unsafe { &*wr };
+        let n = usize::try_from(w.num_sge).unwrap_or(usize::MAX);
+        let size = g.rq_wqe_size as usize;
+        if n > (size - RQ_HDR) / SGE {
+            ret = libc::EINVAL;
+            break;
+        }
+        if pi.wrapping_sub(db_ci.load(Ordering::Acquire)) >= g.rq_wqe_cnt {
+            ret = libc::ENOMEM;
+            break;
+        }
+        // SAFETY: The slot lies within the mapped RQ; `sg_list` holds `n` entries.
+        unsafe {
+            let slot = q.rq.add((*pi & (g.rq_wqe_cnt - 1)) as usize * size);
+            let hdr = srdma_rq_wqe_hdr {
+                wr_id: w.wr_id,
+                num_sge: n as u32,
+                reserved: 0,
+            };
+            slot.cast::<srdma_rq_wqe_hdr>().write_unaligned(hdr);
+            for i in 0..n {
+                let s = &*w.sg_list.add(i);
+                let sge = srdma_sge {
+                    addr: s.addr,
+                    length: s.length,
+                    lkey: s.lkey,
+                };
+                slot.add(RQ_HDR + i * SGE)
+                    .cast::<srdma_sge>()
+                    .write_unaligned(sge);
+            }
+        }
+        *pi = pi.wrapping_add(1);
+        wr = w.next;
+    }
+    db_pi.store(*pi, Ordering::Release);
+    if ret != 0 {
+        // SAFETY: `bad_wr` is valid for writes.
+        unsafe { *bad_wr = wr };
+    }
+    ret
+}
+
+pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
+    // SAFETY: `ibcq` is a CQ of ours.
+    let cq = unsafe { &*ibcq.cast::<SrdmaCq>() };
+    let Ok(mut ci) = cq.ci.lock() else {
+        return -1;
+    };
+    let cnt = cq.cqe_cnt;
+    let mut n = 0;
+    while n < ne.max(0) {
+        let slot = (*ci & (cnt - 1)) as usize * CQE;
+        // SAFETY: The slot lies within the mapped ring.
+        let owner = unsafe { AtomicU32::from_ptr(cq.ring.add(slot + CQE - 4).cast()) };
+        let phase = ((*ci / cnt) & 1) ^ 1;
+        if owner.load(Ordering::Acquire) & SRDMA_CQE_OWNER_PHASE != phase {
+            break;
+        }
+        // SAFETY: The owner word says the kernel finished writing this CQE.
+        let c = unsafe { read_volatile(cq.ring.add(slot).cast::<srdma_cqe>()) };
+        let out = ibv_wc {
+            wr_id: c.wr_id,
+            status: c.status,
+            opcode: c.opcode,
+            vendor_err: c.vendor_err,
+            byte_len: c.byte_len,
+            __bindgen_anon_1: ibv_wc__bindgen_ty_1 {
+                imm_data: c.imm_data,
+            },
+            qp_num: c.qp_num,
+            src_qp: c.src_qp,
+            wc_flags: c.wc_flags,
+            pkey_index: c.pkey_index,
+            slid: c.slid,
+            sl: c.sl,
+            dlid_path_bits: c.dlid_path_bits,
+        };
+        // SAFETY: `wc` has room for `ne` entries (verbs contract).
+        unsafe { wc.add(n as usize).write(out) };
+        *ci = ci.wrapping_add(1);
+        n += 1;
+    }
+    if n > 0 {
+        // SAFETY: The doorbell record is mapped while the CQ exists.
+        unsafe { db_word(cq.db, DB_CQ_CI) }.store(*ci, Ordering::Release);
+    }
+    n
+}
