@@ -102,6 +102,11 @@ impl<T: Driver> Device<T> {
             (*ibdev).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*ibdev).phys_port_cnt = 1;
             (*ibdev).num_comp_vectors = 1;
+            // The legacy write command that a doorbell kick uses is off by default.
+            if T::HAS_POST_SEND_USER {
+                (*ibdev).uverbs_cmd_mask |=
+                    1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+            }
         }
         // INVARIANT: The header and the data are initialised and the ops are `Adapter<T>`'s.
         Ok(Unregistered {

@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Moving data: rdma-core's pingpong programs between two srdma devices on this host (RC and UC,
+# SEND through the SGE path, small and 64 KiB messages, with the received buffers checked).
+
+. "$(dirname "$0")/lib.sh"
+require_cmd rdma ip ibv_rc_pingpong ibv_uc_pingpong timeout
+load_srdma
+
+A=sd0 B=sd1
+cleanup() {
+	rdma link delete srdma_a 2>/dev/null
+	rdma link delete srdma_b 2>/dev/null
+	ip link del "$A" 2>/dev/null
+}
+trap cleanup EXIT
+cleanup
+setup_veth "$A" "$B" 10.51.0.1/24 10.51.0.2/24 || skip_all "cannot create a veth pair"
+# Two local addresses talk to each other only with accept_local (ib_core resolves the path).
+sysctl -qw net.ipv4.conf.all.accept_local=1 "net.ipv4.conf.$A.accept_local=1" \
+	"net.ipv4.conf.$B.accept_local=1"
+rdma link add srdma_a type srdma netdev "$A" || skip_all "cannot create srdma_a"
+rdma link add srdma_b type srdma netdev "$B" || skip_all "cannot create srdma_b"
+
+port=18515
+# pingpong PROGRAM DESC ARGS...: server on srdma_a, client on srdma_b.
+pingpong() {
+	local prog=$1 desc=$2 out rc srv
+	shift 2
+	port=$((port + 1))
+	out=$(mktemp)
+	timeout 60 "$prog" -d srdma_a -g 1 -p "$port" "$@" > "$out" 2>&1 &
+	srv=$!
+	sleep 0.5
+	if timeout 60 "$prog" -d srdma_b -g 1 -p "$port" "$@" 127.0.0.1 >> "$out" 2>&1 && wait "$srv"; then
+		ok "$desc"
+	else
+		rc=$?
+		wait "$srv" 2>/dev/null
+		fail "$desc" "exit $rc" "$(cat "$out")"
+	fi
+	rm -f "$out"
+}
+
+pingpong ibv_rc_pingpong "ibv_rc_pingpong: 100 iterations of 4 KiB, buffers checked" -n 100 -c
+pingpong ibv_rc_pingpong "ibv_rc_pingpong: 200 iterations of 64 KiB, buffers checked" -n 200 -s 65536 -c
+pingpong ibv_rc_pingpong "ibv_rc_pingpong: 1 byte" -n 50 -s 1 -c
+pingpong ibv_uc_pingpong "ibv_uc_pingpong: 100 iterations of 4 KiB, buffers checked" -n 100 -c
+bin=$(mktemp -d)/srdma_data
+if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_data.c" -libverbs; then
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "data: ${line#ok [0-9]* }" ;;
+		"not ok "*) fail "data: ${line#not ok [0-9]* }" ;;
+		"Bail out!"*) fail "data: $line" ;;
+		esac
+	done < <(timeout 120 "$bin" srdma_a 2>&1)
+else
+	fail "build srdma_data.c"
+fi
+check "rdma res: nothing left" eval '[ -z "$(rdma res show qp 2>/dev/null | grep srdma_)" ]'
+
+finish
