@@ -163,7 +163,8 @@ int main(int argc, char **argv)
 	sbuf = aligned_alloc(4096, BUF);
 	rbuf = aligned_alloc(4096, BUF);
 	smr = ibv_reg_mr(pd, sbuf, BUF, IBV_ACCESS_LOCAL_WRITE);
-	rmr = ibv_reg_mr(pd, rbuf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	rmr = ibv_reg_mr(pd, rbuf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	ibv_query_gid(ctx, 1, 1, &gid);
 	new_pair(&a, &b);
 
@@ -239,6 +240,47 @@ int main(int argc, char **argv)
 		result(n == 2 && r && r->status == 0 && r->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
 		       (r->wc_flags & IBV_WC_WITH_IMM) && r->imm_data == htonl(0x12345678),
 		       "RDMA WRITE with immediate: the receiver gets the immediate");
+	}
+
+	/* RDMA READ into two local SGEs; atomics on a remote 8-byte word. */
+	{
+		struct ibv_sge ls[2] = { { (uintptr_t)sbuf + 3, 60000, smr->lkey },
+					 { (uintptr_t)sbuf + 100003, 40000, smr->lkey } };
+		struct ibv_send_wr swr = { .wr_id = 20, .sg_list = ls, .num_sge = 2,
+					   .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+					   .wr.rdma = { (uintptr_t)rbuf + 5, rmr->rkey } }, *bsw;
+		uint64_t *word = (uint64_t *)(rbuf + 4096);
+
+		fill(rbuf, 200000);
+		ibv_post_send(a, &swr, &bsw);
+		n = poll(wc, 1);
+		result(n == 1 && wc[0].status == 0 && wc[0].opcode == IBV_WC_RDMA_READ &&
+		       !memcmp(sbuf + 3, rbuf + 5, 60000) && !memcmp(sbuf + 100003, rbuf + 60005, 40000),
+		       "RDMA READ of 100000 bytes into two SGEs");
+
+		*word = 41;
+		struct ibv_sge as = { (uintptr_t)sbuf, 8, smr->lkey };
+		struct ibv_send_wr awr = { .wr_id = 21, .sg_list = &as, .num_sge = 1,
+					   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					   .send_flags = IBV_SEND_SIGNALED,
+					   .wr.atomic = { (uintptr_t)word, 1000, 0, rmr->rkey } };
+
+		ibv_post_send(a, &awr, &bsw);
+		n = poll(wc, 1);
+		result(n == 1 && wc[0].status == 0 && wc[0].opcode == IBV_WC_FETCH_ADD &&
+		       *(uint64_t *)sbuf == 41 && *word == 1041,
+		       "FETCH_AND_ADD: returns 41, leaves 1041");
+		awr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		awr.wr.atomic.compare_add = 1041;
+		awr.wr.atomic.swap = 7;
+		ibv_post_send(a, &awr, &bsw);
+		n = poll(wc, 1);
+		result(n == 1 && wc[0].status == 0 && wc[0].opcode == IBV_WC_COMP_SWAP &&
+		       *(uint64_t *)sbuf == 1041 && *word == 7, "CMP_AND_SWP that matches swaps");
+		ibv_post_send(a, &awr, &bsw);
+		n = poll(wc, 1);
+		result(n == 1 && wc[0].status == 0 && *(uint64_t *)sbuf == 7 && *word == 7,
+		       "CMP_AND_SWP that does not match leaves the word");
 	}
 
 	/* Errors: each moves the QP to the error state; a fresh pair follows. */

@@ -51,7 +51,10 @@ unsafe fn build_send_wqe(
         ibv_wr_opcode_IBV_WR_SEND
         | ibv_wr_opcode_IBV_WR_SEND_WITH_IMM
         | ibv_wr_opcode_IBV_WR_RDMA_WRITE
-        | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM => wr.opcode as u8,
+        | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
+        | ibv_wr_opcode_IBV_WR_RDMA_READ
+        | ibv_wr_opcode_IBV_WR_ATOMIC_CMP_AND_SWP
+        | ibv_wr_opcode_IBV_WR_ATOMIC_FETCH_AND_ADD => wr.opcode as u8,
         _ => return Err(libc::EOPNOTSUPP),
     };
     let n = usize::try_from(wr.num_sge).map_err(|_| libc::EINVAL)?;
@@ -119,17 +122,32 @@ unsafe fn build_send_wqe(
             };
         }
     }
-    if matches!(
-        wr.opcode,
-        ibv_wr_opcode_IBV_WR_RDMA_WRITE | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
-    ) {
-        // SAFETY: RDMA work requests use the `rdma` member.
-        let rdma = unsafe { wr.wr.rdma };
-        let remote = srdma_wqe_remote {
-            remote_addr: rdma.remote_addr,
-            rkey: rdma.rkey,
-            ..Default::default()
-        };
+    let remote = match wr.opcode {
+        ibv_wr_opcode_IBV_WR_RDMA_WRITE
+        | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
+        | ibv_wr_opcode_IBV_WR_RDMA_READ => {
+            // SAFETY: RDMA work requests use the `rdma` member.
+            let rdma = unsafe { wr.wr.rdma };
+            Some(srdma_wqe_remote {
+                remote_addr: rdma.remote_addr,
+                rkey: rdma.rkey,
+                ..Default::default()
+            })
+        }
+        ibv_wr_opcode_IBV_WR_ATOMIC_CMP_AND_SWP | ibv_wr_opcode_IBV_WR_ATOMIC_FETCH_AND_ADD => {
+            // SAFETY: Atomic work requests use the `atomic` member.
+            let atomic = unsafe { wr.wr.atomic };
+            Some(srdma_wqe_remote {
+                remote_addr: atomic.remote_addr,
+                rkey: atomic.rkey,
+                compare_add: atomic.compare_add,
+                swap: atomic.swap,
+                ..Default::default()
+            })
+        }
+        _ => None,
+    };
+    if let Some(remote) = remote {
         // SAFETY: The remote segment follows the control segment within the header.
         unsafe {
             wqe.add(size_of::<srdma_wqe_ctrl>())

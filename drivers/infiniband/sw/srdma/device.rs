@@ -15,7 +15,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    net,
+    net, new_mutex,
     prelude::*,
     rdma::{
         self,
@@ -34,6 +34,7 @@ use kernel::{
         udata::UData,
         Device, PortEvent,
     },
+    sync::Mutex,
 };
 
 /// The only port of an srdma device.
@@ -53,6 +54,8 @@ pub(crate) struct SrdmaDevice {
     qps: Table<QpShared>,
     /// The MRs of the device by key index.
     mrs: Table<MrShared>,
+    /// Serialises the atomic operations that target this device's memory.
+    atomics: Pin<KBox<Mutex<()>>>,
 }
 
 impl SrdmaDevice {
@@ -64,6 +67,7 @@ impl SrdmaDevice {
             next_pd_id: AtomicU32::new(1),
             qps: new_table(QPN_MIN, QPN_MAX)?,
             mrs: new_table(MR_INDEX_MIN, MR_INDEX_MAX)?,
+            atomics: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
         })
     }
 
@@ -73,6 +77,10 @@ impl SrdmaDevice {
 
     pub(crate) fn mrs(&self) -> &Table<MrShared> {
         &self.mrs
+    }
+
+    pub(crate) fn atomics(&self) -> &Mutex<()> {
+        &self.atomics
     }
 
     pub(crate) fn next_cq_id(&self) -> u32 {

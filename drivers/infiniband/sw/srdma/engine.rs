@@ -35,6 +35,9 @@ const WR_RDMA_WRITE: u8 = 0;
 const WR_RDMA_WRITE_WITH_IMM: u8 = 1;
 const WR_SEND: u8 = 2;
 const WR_SEND_WITH_IMM: u8 = 3;
+const WR_RDMA_READ: u8 = 4;
+const WR_ATOMIC_CMP_AND_SWP: u8 = 5;
+const WR_ATOMIC_FETCH_AND_ADD: u8 = 6;
 
 // `enum ibv_wc_status`.
 const WC_SUCCESS: u32 = 0;
@@ -50,6 +53,9 @@ const WC_RNR_RETRY_EXC_ERR: u32 = 13;
 // `enum ibv_wc_opcode` and `enum ibv_wc_flags`.
 const WC_SEND: u32 = 0;
 const WC_RDMA_WRITE: u32 = 1;
+const WC_RDMA_READ: u32 = 2;
+const WC_COMP_SWAP: u32 = 3;
+const WC_FETCH_ADD: u32 = 4;
 const WC_RECV: u32 = 128;
 const WC_RECV_RDMA_WITH_IMM: u32 = 129;
 const WC_WITH_IMM: u32 = 2;
@@ -188,10 +194,23 @@ fn execute(
     let wc_op = match ctrl.opcode {
         WR_SEND | WR_SEND_WITH_IMM => WC_SEND,
         WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => WC_RDMA_WRITE,
+        WR_RDMA_READ => WC_RDMA_READ,
+        WR_ATOMIC_CMP_AND_SWP => WC_COMP_SWAP,
+        WR_ATOMIC_FETCH_AND_ADD => WC_FETCH_ADD,
         _ => return (WC_LOC_QP_OP_ERR, WC_SEND),
     };
     if !matches!(q.qp_type, QpType::Rc | QpType::Uc) {
         return (WC_LOC_QP_OP_ERR, wc_op);
+    }
+    if matches!(
+        ctrl.opcode,
+        WR_RDMA_READ | WR_ATOMIC_CMP_AND_SWP | WR_ATOMIC_FETCH_AND_ADD
+    ) {
+        // Reads and atomics need responses: RC only.
+        if q.qp_type != QpType::Rc {
+            return (WC_LOC_QP_OP_ERR, wc_op);
+        }
+        return (read_or_atomic(dev, q, attr, off, ctrl), wc_op);
     }
     let data = match gather(dev, q, off, ctrl) {
         Ok(data) => data,
@@ -245,6 +264,121 @@ fn execute(
         Err(_) => WC_SUCCESS,
     };
     (status, wc_op)
+}
+
+/// Carries out an RDMA READ or an atomic: the responder's memory is read (and for atomics
+/// updated) and the response is scattered into the requester's SGEs.
+fn read_or_atomic(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &kernel::rdma::qp::QpAttr,
+    off: usize,
+    ctrl: &srdma_wqe_ctrl,
+) -> u32 {
+    let n = ctrl.num_sge as usize;
+    let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
+    if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0
+        || n > q.cap.max_send_sge as usize
+        || n * SRDMA_SGE_SIZE as usize > area
+    {
+        return WC_LOC_LEN_ERR;
+    }
+    let body = off + SRDMA_SQ_WQE_HDR_SIZE as usize;
+    let mut sges = KVec::new();
+    let mut total = 0u64;
+    for i in 0..n {
+        let Ok(sge) =
+            q.sq.mem
+                .read_obj::<srdma_sge>(body + i * SRDMA_SGE_SIZE as usize)
+        else {
+            return WC_LOC_QP_OP_ERR;
+        };
+        total += u64::from(sge.length);
+        if sges.push(sge, GFP_KERNEL).is_err() {
+            return WC_LOC_QP_OP_ERR;
+        }
+    }
+    if total > u64::from(MAX_MSG_SZ) {
+        return WC_LOC_LEN_ERR;
+    }
+    let Ok(remote) = q.sq.mem.read_obj::<srdma_wqe_remote>(off + 32) else {
+        return WC_LOC_QP_OP_ERR;
+    };
+    let Some(dest) = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num) else {
+        return WC_RETRY_EXC_ERR;
+    };
+    let atomic = ctrl.opcode != WR_RDMA_READ;
+    if atomic && (total != 8 || remote.remote_addr % 8 != 0) {
+        return WC_LOC_LEN_ERR;
+    }
+    let need = if atomic {
+        access::REMOTE_ATOMIC
+    } else {
+        access::REMOTE_READ
+    };
+    let Some((mr, moff)) = resolve(
+        &dest.dev,
+        remote.rkey,
+        dest.qp.pd_id,
+        need,
+        remote.remote_addr,
+        total,
+    ) else {
+        return WC_REM_ACCESS_ERR;
+    };
+    let Some(umem) = mr.umem.as_ref() else {
+        return WC_REM_ACCESS_ERR;
+    };
+    let mut data = KVec::new();
+    if data.extend_with(total as usize, 0, GFP_KERNEL).is_err() {
+        return WC_LOC_QP_OP_ERR;
+    }
+    if atomic {
+        // Atomic with respect to the other atomics of the responder's device.
+        let _guard = dest.dev.atomics().lock();
+        let mut old = [0u8; 8];
+        if umem.read(moff, &mut old).is_err() {
+            return WC_REM_ACCESS_ERR;
+        }
+        let value = u64::from_ne_bytes(old);
+        let new = if ctrl.opcode == WR_ATOMIC_CMP_AND_SWP {
+            if value == remote.compare_add {
+                remote.swap
+            } else {
+                value
+            }
+        } else {
+            value.wrapping_add(remote.compare_add)
+        };
+        if umem.write(moff, &new.to_ne_bytes()).is_err() {
+            return WC_REM_ACCESS_ERR;
+        }
+        data.copy_from_slice(&old);
+    } else if umem.read(moff, &mut data).is_err() {
+        return WC_REM_ACCESS_ERR;
+    }
+    let mut rest = &data[..];
+    for sge in sges.iter() {
+        let len = sge.length as usize;
+        let Some((lmr, loff)) = resolve(
+            dev,
+            sge.lkey,
+            q.pd_id,
+            access::LOCAL_WRITE,
+            sge.addr,
+            len as u64,
+        ) else {
+            return WC_LOC_PROT_ERR;
+        };
+        let Some(lumem) = lmr.umem.as_ref() else {
+            return WC_LOC_PROT_ERR;
+        };
+        if lumem.write(loff, &rest[..len]).is_err() {
+            return WC_LOC_PROT_ERR;
+        }
+        rest = &rest[len..];
+    }
+    WC_SUCCESS
 }
 
 /// Collects the payload of a WQE: its inline data or the memory its SGEs name.
