@@ -338,12 +338,28 @@ int main(int argc, char **argv)
 		struct ibv_qp_attr qa;
 		struct ibv_qp_init_attr qia;
 
-		result(!ibv_query_qp(a, &qa, IBV_QP_STATE, &qia) && qa.qp_state == IBV_QPS_ERR,
-		       "the sender's QP is in the error state");
+		result(!ibv_query_qp(a, &qa, IBV_QP_STATE, &qia) && qa.qp_state == IBV_QPS_ERR &&
+		       !ibv_query_qp(b, &qa, IBV_QP_STATE, &qia) && qa.qp_state == IBV_QPS_ERR,
+		       "both QPs are in the error state");
 		swr.wr_id = 12;
 		ss.length = 8;
 		n = ibv_post_send(a, &swr, &bsw);
-		result(n != 0, "posting to a QP in the error state fails (%d)", n);
+		int got = n ? 0 : poll(wc, 1);
+		result(!n && got == 1 && wc[0].wr_id == 12 && wc[0].status == IBV_WC_WR_FLUSH_ERR,
+		       "a send posted in the error state completes flushed");
+
+		/* Moving a QP to ERR flushes its posted receives. */
+		new_pair(&a, &b);
+		for (int i = 0; i < 3; i++) {
+			rwr.wr_id = 30 + i;
+			ibv_post_recv(b, &rwr, &brw);
+		}
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_ERR };
+		ibv_modify_qp(b, &qa, IBV_QP_STATE);
+		got = poll(wc, 3);
+		result(got == 3 && wc[0].status == IBV_WC_WR_FLUSH_ERR && wc[0].wr_id == 30 &&
+		       wc[2].status == IBV_WC_WR_FLUSH_ERR && wc[2].wr_id == 32,
+		       "ERR flushes 3 posted receives with WR_FLUSH_ERR, in order");
 	}
 
 	printf("1..%d\n", test_num);

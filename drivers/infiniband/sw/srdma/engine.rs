@@ -138,6 +138,33 @@ fn complete(cq: &crate::cq::CqShared, cqe: &srdma_cqe) {
     }
 }
 
+/// Completes every WQE between `*ci` and the producer index at `pi_field` of the doorbell
+/// record with `WR_FLUSH_ERR`, as a QP in the error state does, and advances `*ci`.
+pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
+    let Some(db) = &q.db else {
+        return;
+    };
+    let (ring, pi_field, ci_field, cq, opcode) = match (send, &q.rq) {
+        (true, _) => (&q.sq, DB_SQ_PI, DB_SQ_CI, &q.send_cq, WC_SEND),
+        (false, Some(rq)) => (rq, DB_RQ_PI, DB_RQ_CI, &q.recv_cq, WC_RECV),
+        (false, None) => return,
+    };
+    let Ok(pi) = db.load(pi_field) else {
+        return;
+    };
+    // A producer index beyond the ring flushes what the ring can hold.
+    let pending = pi.wrapping_sub(*ci).min(ring.wqe_cnt);
+    for _ in 0..pending {
+        let off = (*ci & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
+        // The wr_id is the first field of both SQ and RQ WQEs.
+        let wr_id = ring.mem.read_obj::<u64>(off).unwrap_or(0);
+        complete(cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn));
+        *ci = ci.wrapping_add(1);
+    }
+    *ci = pi;
+    let _ = db.store(ci_field, *ci);
+}
+
 /// Processes the SQ of a user QP up to the producer index its doorbell record shows.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
     let dev = qp.device();
@@ -145,8 +172,14 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
     let db = q.db.as_ref().ok_or(EINVAL)?;
     let mut ci = q.sq_ci.lock();
     let attr = *q.attr.lock();
-    if attr.qp_state != QpState::Rts {
-        return Err(EINVAL);
+    match attr.qp_state {
+        QpState::Rts => {}
+        // Work posted to a QP in the error state completes as flushed.
+        QpState::Err => {
+            flush(q, true, &mut ci);
+            return Ok(());
+        }
+        _ => return Err(EINVAL),
     }
     let pi = db.load(DB_SQ_PI)?;
     let pending = pi.wrapping_sub(*ci);
@@ -179,6 +212,11 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
             q.attr.lock().qp_state = QpState::Err;
             failed = true;
         }
+    }
+    if failed {
+        // The QP entered the error state: its posted receives are flushed too.
+        let mut rq_ci = q.rq_ci.lock();
+        flush(q, false, &mut rq_ci);
     }
     Ok(())
 }
@@ -474,6 +512,11 @@ fn deliver(
         wc.status = WC_LOC_LEN_ERR;
     }
     complete(&d.recv_cq, &wc);
+    if result.is_err() {
+        // A receive error moves the receiver to the error state too.
+        d.attr.lock().qp_state = QpState::Err;
+        flush(d, false, &mut ci);
+    }
     result
 }
 

@@ -311,6 +311,11 @@ impl SrdmaQp {
         new.qp_state = next;
         new.cur_qp_state = next;
         *cur = new;
+        drop(cur);
+        if next == QpState::Err && cur_state != QpState::Err {
+            crate::engine::flush(shared, true, &mut sq_ci);
+            crate::engine::flush(shared, false, &mut rq_ci);
+        }
         Ok(())
     }
 
