@@ -58,6 +58,17 @@ if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_data.c" -libverbs; then
 else
 	fail "build srdma_data.c"
 fi
+fuzz=$(dirname "$bin")/srdma_fuzz
+if cc -O2 -Wall -Wno-unused-result -o "$fuzz" "$(dirname "$0")/srdma_fuzz.c" -libverbs; then
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "fuzz: ${line#ok [0-9]* }" ;;
+		"not ok "*) fail "fuzz: ${line#not ok [0-9]* }" ;;
+		esac
+	done < <(timeout 300 "$fuzz" srdma_a 3000 2>&1)
+else
+	fail "build srdma_fuzz.c"
+fi
 check "rdma res: nothing left" eval '[ -z "$(rdma res show qp 2>/dev/null | grep srdma_)" ]'
 
 finish
