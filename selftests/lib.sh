@@ -206,3 +206,16 @@ port_is() {
 no_rdma_devs() {
 	[ -z "$(rdma_devs)" ]
 }
+
+# fold_tap PREFIX: reads a test program's TAP on stdin and reports its results as our own.
+fold_tap() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) skip "$1: ${line#ok [0-9]* }" "" ;;
+		"ok "*) ok "$1: ${line#ok [0-9]* }" ;;
+		"not ok "*) fail "$1: ${line#not ok [0-9]* }" ;;
+		"Bail out!"*) fail "$1: $line" ;;
+		esac
+	done
+}

@@ -14,21 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int test_num, failures;
-
-static void result(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d ", ok ? "" : "not ", ++test_num);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
+#include "srdma_tap.h"
 
 #define BUF (2 << 20)
 
@@ -144,16 +130,13 @@ static void send_one(struct ibv_qp *a, struct ibv_qp *b, size_t len, size_t soff
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_qp *a, *b;
 	struct ibv_wc wc[8];
 	int n;
 
 	printf("TAP version 13\n");
 	srand(1);
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argc > 1 ? argv[1] : "srdma0"))
-			ctx = ibv_open_device(list[i]);
+	ctx = open_dev(argc > 1 ? argv[1] : "srdma0");
 	if (!ctx) {
 		printf("Bail out! no device\n");
 		return 1;

@@ -48,24 +48,13 @@ pingpong ibv_rc_pingpong "ibv_rc_pingpong: 1 byte" -n 50 -s 1 -c
 pingpong ibv_uc_pingpong "ibv_uc_pingpong: 100 iterations of 4 KiB, buffers checked" -n 100 -c
 bin=$(mktemp -d)/srdma_data
 if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_data.c" -libverbs; then
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) ok "data: ${line#ok [0-9]* }" ;;
-		"not ok "*) fail "data: ${line#not ok [0-9]* }" ;;
-		"Bail out!"*) fail "data: $line" ;;
-		esac
-	done < <(timeout 120 "$bin" srdma_a 2>&1)
+	fold_tap data < <(timeout 120 "$bin" srdma_a 2>&1)
 else
 	fail "build srdma_data.c"
 fi
 fuzz=$(dirname "$bin")/srdma_fuzz
 if cc -O2 -Wall -Wno-unused-result -o "$fuzz" "$(dirname "$0")/srdma_fuzz.c" -libverbs; then
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) ok "fuzz: ${line#ok [0-9]* }" ;;
-		"not ok "*) fail "fuzz: ${line#not ok [0-9]* }" ;;
-		esac
-	done < <(timeout 300 "$fuzz" srdma_a 3000 2>&1)
+	fold_tap fuzz < <(timeout 300 "$fuzz" srdma_a 3000 2>&1)
 else
 	fail "build srdma_fuzz.c"
 fi

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "srdma_tap.h"
+
 #define MAPS 64
 
 static struct { char *addr; size_t len; } maps[MAPS];
@@ -35,22 +37,11 @@ static void find_maps(void)
 		fclose(f);
 }
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	return ctx;
-}
-
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "srdma0";
 	int rounds = argc > 2 ? atoi(argv[2]) : 3000;
-	int to_child[2], to_parent[2], status, failures = 0;
+	int to_child[2], to_parent[2], status;
 	char c = 0;
 	pid_t child;
 
@@ -133,23 +124,20 @@ int main(int argc, char **argv)
 			ibv_modify_qp(qp[r & 1], &qa, IBV_QP_STATE);
 		}
 	}
-	printf("ok 1 %d rounds of garbage in the rings and doorbells, posting and polling\n", rounds);
-	ibv_destroy_qp(qp[0]);
-	ibv_destroy_qp(qp[1]);
-	ibv_destroy_cq(cq);
-	ibv_dereg_mr(mr);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
-	printf("ok 2 every object destroyed after the fuzzing\n");
+	result(1, "%d rounds of garbage in the rings and doorbells, posting and polling", rounds);
+	int ok = !ibv_destroy_qp(qp[0]);
+
+	ok &= !ibv_destroy_qp(qp[1]);
+	ok &= !ibv_destroy_cq(cq);
+	ok &= !ibv_dereg_mr(mr);
+	ok &= !ibv_dealloc_pd(pd);
+	ok &= !ibv_close_device(ctx);
+	result(ok, "every object destroyed after the fuzzing");
 
 	write(to_child[1], &c, 1);
 	waitpid(child, &status, 0);
-	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-		printf("not ok 3 the other process's MR is untouched (status %d)\n", status);
-		failures++;
-	} else {
-		printf("ok 3 the other process's MR is untouched\n");
-	}
-	printf("1..3\n");
+	result(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "the other process's MR is untouched (status %d)", status);
+	printf("1..%d\n", test_num);
 	return failures;
 }

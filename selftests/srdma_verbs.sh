@@ -64,12 +64,7 @@ check "async event: IBV_EVENT_PORT_ACTIVE when it came back" grep -q "IBV_EVENT_
 rm -f "$events"
 
 # The objects program, its subtests folded into ours.
-while IFS= read -r line; do
-	case $line in
-	"ok "*) ok "verbs: ${line#ok [0-9]* }" ;;
-	"not ok "*) fail "verbs: ${line#not ok [0-9]* }" ;;
-	esac
-done < <("$bin" srdma0 2>&1)
+fold_tap verbs < <("$bin" srdma0 2>&1)
 
 res() { rdma res show | sed -n "s/.* $1 \([0-9]*\) .*/\1/p" | head -1; }
 check_eq "rdma res: no contexts before" 0 "$(res ctx)"
@@ -93,12 +88,7 @@ check_eq "SIGKILL: MRs released" 0 "$(res mr)"
 
 # Pinning is charged to RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK.
 if command -v setpriv >/dev/null; then
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) ok "memlock: ${line#ok [0-9]* }" ;;
-		"not ok "*) fail "memlock: ${line#not ok [0-9]* }" ;;
-		esac
-	done < <(ulimit -l 64; setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "$bin" srdma0 memlock 2>&1)
+	fold_tap memlock < <(ulimit -l 64; setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "$bin" srdma0 memlock 2>&1)
 else
 	skip "memlock: MR beyond RLIMIT_MEMLOCK" "setpriv not installed"
 fi
