@@ -4,7 +4,7 @@
 # SEND through the SGE path, small and 64 KiB messages, with the received buffers checked).
 
 . "$(dirname "$0")/lib.sh"
-require_cmd rdma ip ibv_rc_pingpong ibv_uc_pingpong timeout
+require_cmd rdma ip ibv_rc_pingpong ibv_uc_pingpong ibv_srq_pingpong timeout
 load_srdma
 
 A=sd0 B=sd1
@@ -46,6 +46,7 @@ pingpong ibv_rc_pingpong "ibv_rc_pingpong: 100 iterations of 4 KiB, buffers chec
 pingpong ibv_rc_pingpong "ibv_rc_pingpong: 200 iterations of 64 KiB, buffers checked" -n 200 -s 65536 -c
 pingpong ibv_rc_pingpong "ibv_rc_pingpong: 1 byte" -n 50 -s 1 -c
 pingpong ibv_uc_pingpong "ibv_uc_pingpong: 100 iterations of 4 KiB, buffers checked" -n 100 -c
+pingpong ibv_srq_pingpong "ibv_srq_pingpong: 16 QPs on one SRQ, buffers checked" -n 100 -c
 bin=$(mktemp -d)/srdma_data
 if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_data.c" -libverbs; then
 	fold_tap data < <(timeout 120 "$bin" srdma_a 2>&1)

@@ -209,41 +209,43 @@ pub(crate) unsafe extern "C" fn post_send(
     ret
 }
 
-pub(crate) unsafe extern "C" fn post_recv(
-    ibqp: *mut ibv_qp,
+/// Writes receive WQEs into a receive ring (of a QP or an SRQ) and publishes the producer
+/// index; no syscall.
+///
+/// # Safety
+///
+/// `ring` must be a mapped receive ring of `cnt` WQEs of `size` bytes and `db` its doorbell
+/// record; `wr` a valid work request list.
+unsafe fn post_recv_ring(
+    ring: *mut u8,
+    cnt: u32,
+    size: usize,
+    db: *mut u8,
+    pi_lock: &std::sync::Mutex<u32>,
     mut wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    // SAFETY: `ibqp` is a QP of ours.
-    let q = unsafe { &*ibqp.cast::<SrdmaQp>() };
-    let g = q.geometry;
-    if q.rq.is_null() {
-        // SAFETY: `bad_wr` is valid for writes.
-        unsafe { *bad_wr = wr };
-        return libc::EINVAL;
-    }
-    let Ok(mut pi) = q.rq_pi.lock() else {
+    let Ok(mut pi) = pi_lock.lock() else {
         return libc::EIO;
     };
-    // SAFETY: The doorbell record is mapped while the QP exists.
-    let (db_pi, db_ci) = unsafe { (db_word(q.db, DB_RQ_PI), db_word(q.db, DB_RQ_CI)) };
+    // SAFETY: The doorbell record is mapped while the queue exists.
+    let (db_pi, db_ci) = unsafe { (db_word(db, DB_RQ_PI), db_word(db, DB_RQ_CI)) };
     let mut ret = 0;
     while !wr.is_null() {
         // SAFETY: `wr` is a valid work request.
         let w = unsafe { &*wr };
         let n = usize::try_from(w.num_sge).unwrap_or(usize::MAX);
-        let size = g.rq_wqe_size as usize;
         if n > (size - RQ_HDR) / SGE {
             ret = libc::EINVAL;
             break;
         }
-        if pi.wrapping_sub(db_ci.load(Ordering::Acquire)) >= g.rq_wqe_cnt {
+        if pi.wrapping_sub(db_ci.load(Ordering::Acquire)) >= cnt {
             ret = libc::ENOMEM;
             break;
         }
-        // SAFETY: The slot lies within the mapped RQ; `sg_list` holds `n` entries.
+        // SAFETY: The slot lies within the mapped ring; `sg_list` holds `n` entries.
         unsafe {
-            let slot = q.rq.add((*pi & (g.rq_wqe_cnt - 1)) as usize * size);
+            let slot = ring.add((*pi & (cnt - 1)) as usize * size);
             let hdr = srdma_rq_wqe_hdr {
                 wr_id: w.wr_id,
                 num_sge: n as u32,
@@ -271,6 +273,55 @@ pub(crate) unsafe extern "C" fn post_recv(
         unsafe { *bad_wr = wr };
     }
     ret
+}
+
+pub(crate) unsafe extern "C" fn post_recv(
+    ibqp: *mut ibv_qp,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    // SAFETY: `ibqp` is a QP of ours.
+    let q = unsafe { &*ibqp.cast::<SrdmaQp>() };
+    let g = q.geometry;
+    if q.rq.is_null() {
+        // SAFETY: `bad_wr` is valid for writes.
+        unsafe { *bad_wr = wr };
+        return libc::EINVAL;
+    }
+    // SAFETY: The QP's RQ ring and doorbell record are mapped while it exists.
+    unsafe {
+        post_recv_ring(
+            q.rq,
+            g.rq_wqe_cnt,
+            g.rq_wqe_size as usize,
+            q.db,
+            &q.rq_pi,
+            wr,
+            bad_wr,
+        )
+    }
+}
+
+pub(crate) unsafe extern "C" fn post_srq_recv(
+    ibsrq: *mut ibv_srq,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    // SAFETY: `ibsrq` is an SRQ of ours.
+    let s = unsafe { &*ibsrq.cast::<crate::srq::SrdmaSrq>() };
+    let g = s.geometry;
+    // SAFETY: The SRQ's ring and doorbell record are mapped while it exists.
+    unsafe {
+        post_recv_ring(
+            s.rq,
+            g.rq_wqe_cnt,
+            g.rq_wqe_size as usize,
+            s.db,
+            &s.pi,
+            wr,
+            bad_wr,
+        )
+    }
 }
 
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {

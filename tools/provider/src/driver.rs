@@ -98,6 +98,7 @@ unsafe impl Sync for VerbsContextOps {}
 
 /// Slot numbers in [`VerbsContextOps`].
 pub mod op {
+    pub const POST_SRQ_RECV: usize = 57;
     pub const POLL_CQ: usize = 53;
     pub const POST_RECV: usize = 54;
     pub const POST_SEND: usize = 55;

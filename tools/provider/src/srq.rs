@@ -16,6 +16,8 @@ pub struct SrdmaSrq {
     pub rq: *mut u8,
     pub db: *mut u8,
     pub geometry: srdma_create_srq_resp,
+    /// The producer index; the lock serialises posting.
+    pub pi: std::sync::Mutex<u32>,
 }
 
 #[repr(C)]
@@ -37,6 +39,7 @@ pub(crate) unsafe extern "C" fn create_srq(
         rq: null_mut(),
         db: null_mut(),
         geometry: srdma_create_srq_resp::default(),
+        pi: std::sync::Mutex::new(0),
     };
     let mut resp = CreateSrqResp::default();
     let Some(srq) = create_with(srq, |srq| {

@@ -474,10 +474,16 @@ fn deliver(
     wc_opcode: u32,
 ) -> core::result::Result<(), Refused> {
     let d = &dest.qp;
-    let (Some(rq), Some(db)) = (&d.rq, &d.db) else {
-        return Err(Refused::Unreachable);
+    // Receive WQEs come from the QP's own RQ or from its SRQ.
+    let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq, &d.db) {
+        (Some(srq), _, _) => match &srq.db {
+            Some(db) => (&srq.ring, db, &srq.ci, srq.max_sge),
+            None => return Err(Refused::Unreachable),
+        },
+        (None, Some(rq), Some(db)) => (rq, db, &d.rq_ci, d.cap.max_recv_sge),
+        _ => return Err(Refused::Unreachable),
     };
-    let mut ci = d.rq_ci.lock();
+    let mut ci = ci_lock.lock();
     if !matches!(d.attr.lock().qp_state, QpState::Rtr | QpState::Rts) {
         return Err(Refused::Unreachable);
     }
@@ -507,15 +513,18 @@ fn deliver(
         wc.imm_data = imm;
         wc.wc_flags = WC_WITH_IMM;
     }
-    let result = scatter(dest, rq, off, &hdr, data);
+    let result = scatter(dest, rq, max_sge, off, &hdr, data);
     if result.is_err() {
         wc.status = WC_LOC_LEN_ERR;
     }
     complete(&d.recv_cq, &wc);
     if result.is_err() {
-        // A receive error moves the receiver to the error state too.
+        // A receive error moves the receiver to the error state too; an SRQ's other WQEs
+        // stay for the other QPs.
         d.attr.lock().qp_state = QpState::Err;
-        flush(d, false, &mut ci);
+        if d.srq.is_none() {
+            flush(d, false, &mut ci);
+        }
     }
     result
 }
@@ -523,13 +532,14 @@ fn deliver(
 fn scatter(
     dest: &Dest,
     rq: &crate::qp::Ring,
+    max_sge: u32,
     off: usize,
     hdr: &srdma_rq_wqe_hdr,
     mut data: &[u8],
 ) -> core::result::Result<(), Refused> {
     let d = &dest.qp;
     let n = hdr.num_sge as usize;
-    if n > d.cap.max_recv_sge as usize
+    if n > max_sge as usize
         || SRDMA_RQ_WQE_HDR_SIZE as usize + n * SRDMA_SGE_SIZE as usize > rq.wqe_size as usize
     {
         return Err(Refused::Length);

@@ -69,6 +69,8 @@ pub(crate) struct QpShared {
     pub(crate) rq_ci: Pin<KBox<Mutex<u32>>>,
     pub(crate) send_cq: Arc<CqShared>,
     pub(crate) recv_cq: Arc<CqShared>,
+    /// The SRQ that receives come from, instead of `rq`.
+    pub(crate) srq: Option<Arc<crate::srq::SrqShared>>,
 }
 
 /// Byte offsets in a QP's doorbell record (`struct srdma_qp_db`).
@@ -196,6 +198,7 @@ impl SrdmaQp {
                 rq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
                 send_cq,
                 recv_cq,
+                srq: attr.srq.map(|srq| srq.shared.clone()),
             },
             GFP_KERNEL,
         )?;

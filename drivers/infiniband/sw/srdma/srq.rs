@@ -15,17 +15,25 @@ use kernel::{
         ucontext::User,
         udata::UData,
     },
-    sync::Mutex,
+    sync::{Arc, Mutex},
 };
 
 static NEXT_SRQ_NUM: AtomicU32 = AtomicU32::new(1);
 
+/// The receive queue that the QPs on an SRQ take receive WQEs from.
+pub(crate) struct SrqShared {
+    pub(crate) ring: Ring,
+    /// The producer and consumer indices (`rq_pi`, `rq_ci` of `struct srdma_qp_db`).
+    pub(crate) db: Option<DbRecord>,
+    /// The next receive WQE; the lock serialises deliveries from all QPs on the SRQ.
+    pub(crate) ci: Pin<KBox<Mutex<u32>>>,
+    pub(crate) max_sge: u32,
+}
+
 /// srdma's part of a shared receive queue.
 pub(crate) struct SrdmaSrq {
-    #[expect(dead_code, reason = "receive WQEs are taken from it by the data path")]
-    ring: Ring,
+    pub(crate) shared: Arc<SrqShared>,
     attr: Pin<KBox<Mutex<SrqAttr>>>,
-    _db: Option<DbRecord>,
     _entry: Option<MmapEntry>,
 }
 
@@ -67,11 +75,16 @@ impl SrdmaSrq {
             db = Some(rec);
             entry = Some(e);
         }
+        let shared = SrqShared {
+            ring,
+            db,
+            ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
+            max_sge: attr.max_sge,
+        };
         Ok((
             SrdmaSrq {
-                ring,
+                shared: Arc::new(shared, GFP_KERNEL)?,
                 attr: KBox::pin_init(new_mutex!(real), GFP_KERNEL)?,
-                _db: db,
                 _entry: entry,
             },
             real,
