@@ -10,7 +10,7 @@ use super::{
     cq::{Cq, CqInitAttr},
     device::Device,
     mmap::EntryInner,
-    mr::{self, Mr, MrCreated, UserRegion},
+    mr::{Mr, MrCreated, UserRegion},
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
     srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
@@ -710,7 +710,7 @@ impl<T: Driver> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         let reg = || -> Result<*mut bindings::ib_mr> {
             // SAFETY: A live PD of `T`.
-            let pd = unsafe { mr::pd_of::<T>(ibpd) };
+            let pd = unsafe { Pd::<T>::from_raw(ibpd) };
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let region = UserRegion {
@@ -735,7 +735,7 @@ impl<T: Driver> Adapter<T> {
         access: crate::ffi::c_int,
     ) -> *mut bindings::ib_mr {
         // SAFETY: A live PD of `T`.
-        let pd = unsafe { mr::pd_of::<T>(ibpd) };
+        let pd = unsafe { Pd::<T>::from_raw(ibpd) };
         match T::get_dma_mr(pd, access as u32).and_then(Mr::<T>::into_raw) {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),

@@ -146,12 +146,6 @@ impl SharedPages {
         self.write(offset, bytes)
     }
 
-    /// Zeroes the whole buffer.
-    pub fn clear(&self) {
-        // SAFETY: The buffer is `len` bytes (type invariant).
-        unsafe { core::ptr::write_bytes(self.ptr.as_ptr(), 0, self.len) };
-    }
-
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }

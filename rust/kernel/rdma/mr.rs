@@ -5,7 +5,7 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h).
 
-use super::{device::Device, driver::Driver, pd::Pd};
+use super::{device::Device, driver::Driver};
 use crate::{bindings, error::from_err_ptr, prelude::*, types::Opaque};
 use core::{ops::Deref, ptr::NonNull};
 
@@ -201,14 +201,4 @@ impl<T: Driver> Deref for Mr<T> {
     fn deref(&self) -> &T::Mr {
         &self.data
     }
-}
-
-/// Returns the PD of a new MR's `ib_pd` pointer.
-///
-/// # Safety
-///
-/// `pd` must be a live PD of `T` for `'a`.
-pub(crate) unsafe fn pd_of<'a, T: Driver>(pd: *mut bindings::ib_pd) -> &'a Pd<T> {
-    // SAFETY: Guaranteed by the caller.
-    unsafe { Pd::from_raw(pd) }
 }
