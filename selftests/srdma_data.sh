@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Moving data: rdma-core's pingpong programs between two srdma devices on this host (RC and UC,
-# SEND through the SGE path, small and 64 KiB messages, with the received buffers checked).
+# UD and SRQ; SEND through the SGE path, small and 64 KiB messages, received buffers checked).
 
 . "$(dirname "$0")/lib.sh"
-require_cmd rdma ip ibv_rc_pingpong ibv_uc_pingpong ibv_srq_pingpong timeout
+require_cmd rdma ip ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong timeout
 load_srdma
 
 A=sd0 B=sd1
@@ -47,6 +47,8 @@ pingpong ibv_rc_pingpong "ibv_rc_pingpong: 200 iterations of 64 KiB, buffers che
 pingpong ibv_rc_pingpong "ibv_rc_pingpong: 1 byte" -n 50 -s 1 -c
 pingpong ibv_uc_pingpong "ibv_uc_pingpong: 100 iterations of 4 KiB, buffers checked" -n 100 -c
 pingpong ibv_srq_pingpong "ibv_srq_pingpong: 16 QPs on one SRQ, buffers checked" -n 100 -c
+pingpong ibv_ud_pingpong "ibv_ud_pingpong: 100 datagrams of 512 bytes" -n 100 -s 512
+pingpong ibv_ud_pingpong "ibv_ud_pingpong: datagrams of one path MTU (1024 bytes)" -n 50 -s 1024
 bin=$(mktemp -d)/srdma_data
 if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_data.c" -libverbs; then
 	fold_tap data < <(timeout 120 "$bin" srdma_a 2>&1)

@@ -169,7 +169,8 @@ struct srdma_cqe {
 	__u16 slid;
 	__u8 sl;
 	__u8 dlid_path_bits;
-	__u8 reserved[14];
+	__u8 network_hdr_type;	/* with IBV_WC_GRH: 2 for IPv4, 3 for IPv6 (RoCEv2) */
+	__u8 reserved[13];
 	__u32 owner;		/* SRDMA_CQE_OWNER_PHASE */
 };
 

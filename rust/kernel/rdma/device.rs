@@ -170,6 +170,17 @@ impl<T: Driver> Device<T> {
         Ok((speed, width))
     }
 
+    /// Returns the GID at `index` of the GID table of `port`, from ib_core's cache.
+    pub fn query_gid(&self, port: u32, index: u32) -> Result<[u8; 16]> {
+        // SAFETY: `ib_gid` is a union of byte arrays, for which zero is valid.
+        let mut gid: bindings::ib_gid = unsafe { core::mem::zeroed() };
+        let index = i32::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: The device is valid and `gid` is a live local.
+        to_result(unsafe { bindings::rdma_query_gid(self.as_raw(), port, index, &mut gid) })?;
+        // SAFETY: Every member of the union is 16 bytes of plain data.
+        Ok(unsafe { gid.raw })
+    }
+
     /// Reports a port event to ib_core, which updates its caches and tells its clients
     /// (including userspace through `ibv_get_async_event`).
     pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {

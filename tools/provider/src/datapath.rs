@@ -6,6 +6,7 @@
     reason = "the verbs constants keep their C names"
 )]
 
+use crate::ah::SrdmaAh;
 use crate::cq::SrdmaCq;
 use crate::driver::ibv_cmd_post_send;
 use crate::ffi::*;
@@ -155,9 +156,40 @@ unsafe fn build_send_wqe(
                 .write_unaligned(remote)
         };
     }
+    if q.vqp.qp_ex.qp_base.qp_type == ibv_qp_type_IBV_QPT_UD {
+        // SAFETY: UD work requests use the `ud` member.
+        let ud = unsafe { wr.wr.ud };
+        if ud.ah.is_null() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: A non-null AH of a UD work request is one of ours (verbs contract).
+        let seg = unsafe { ud_segment(&*ud.ah.cast::<SrdmaAh>(), ud.remote_qpn, ud.remote_qkey) };
+        // SAFETY: The UD segment follows the control segment within the header.
+        unsafe {
+            wqe.add(size_of::<srdma_wqe_ctrl>())
+                .cast::<srdma_wqe_ud>()
+                .write_unaligned(seg)
+        };
+    }
     // SAFETY: The control segment starts the slot.
     unsafe { wqe.cast::<srdma_wqe_ctrl>().write_unaligned(ctrl) };
     Ok(())
+}
+
+/// Returns the UD segment of a WQE that sends to `remote_qpn` through `ah`.
+pub(crate) fn ud_segment(ah: &SrdmaAh, remote_qpn: u32, remote_qkey: u32) -> srdma_wqe_ud {
+    let grh = &ah.attr.grh;
+    srdma_wqe_ud {
+        remote_qpn,
+        remote_qkey,
+        // SAFETY: Every member of the GID union is 16 bytes of plain data.
+        dgid: unsafe { grh.dgid.raw },
+        sgid_index: grh.sgid_index,
+        hop_limit: grh.hop_limit,
+        traffic_class: grh.traffic_class,
+        sl: ah.attr.sl,
+        flow_label: grh.flow_label,
+    }
 }
 
 pub(crate) unsafe extern "C" fn post_send(

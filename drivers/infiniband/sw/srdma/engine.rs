@@ -8,7 +8,8 @@
 //! error state, as verbs defines.
 
 use crate::{
-    device::SrdmaDevice,
+    device::{SrdmaDevice, PORT},
+    grh,
     mr::MrShared,
     params::MAX_MSG_SZ,
     qp::{QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
@@ -18,10 +19,11 @@ use kernel::{
     net,
     prelude::*,
     rdma::{
+        attr::Mtu,
         mr::access,
         qp::{Qp, QpState, QpType},
         uapi::{
-            srdma_cqe, srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_ctrl, srdma_wqe_remote,
+            srdma_cqe, srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud,
             SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_INLINE,
             SRDMA_WQE_SIGNALED,
         },
@@ -58,7 +60,15 @@ const WC_COMP_SWAP: u32 = 3;
 const WC_FETCH_ADD: u32 = 4;
 const WC_RECV: u32 = 128;
 const WC_RECV_RDMA_WITH_IMM: u32 = 129;
+const WC_GRH: u32 = 1;
 const WC_WITH_IMM: u32 = 2;
+
+// `enum rdma_network_type`, for the GRH area of UD receives.
+const NETWORK_IPV4: u8 = 2;
+const NETWORK_IPV6: u8 = 3;
+
+/// Set in the Q_Key of a UD work request: use the QP's own Q_Key instead (IBA 10.2.4).
+const QKEY_FROM_QP: u32 = 0x8000_0000;
 
 /// Warnings about what processes do wrong stop after a few, so that a process cannot flood the
 /// kernel log.
@@ -237,8 +247,10 @@ fn execute(
         WR_ATOMIC_FETCH_AND_ADD => WC_FETCH_ADD,
         _ => return (WC_LOC_QP_OP_ERR, WC_SEND),
     };
-    if !matches!(q.qp_type, QpType::Rc | QpType::Uc) {
-        return (WC_LOC_QP_OP_ERR, wc_op);
+    match q.qp_type {
+        QpType::Rc | QpType::Uc => {}
+        QpType::Ud | QpType::Gsi => return (send_ud(dev, q, attr, off, ctrl), wc_op),
+        _ => return (WC_LOC_QP_OP_ERR, wc_op),
     }
     if matches!(
         ctrl.opcode,
@@ -266,7 +278,7 @@ fn execute(
     let imm =
         matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM).then_some(ctrl.imm_data);
     let result = match ctrl.opcode {
-        WR_SEND | WR_SEND_WITH_IMM => deliver(&dest, &data, imm, q.qpn, WC_RECV),
+        WR_SEND | WR_SEND_WITH_IMM => deliver(&dest, &Message::new(&data, imm, q.qpn, WC_RECV)),
         _ => {
             let remote: srdma_wqe_remote = match q.sq.mem.read_obj(off + 32) {
                 Ok(r) => r,
@@ -288,7 +300,7 @@ fn execute(
                 }
             }
             match imm {
-                Some(_) => deliver(&dest, &[], imm, q.qpn, WC_RECV_RDMA_WITH_IMM),
+                Some(_) => deliver(&dest, &Message::new(&[], imm, q.qpn, WC_RECV_RDMA_WITH_IMM)),
                 None => Ok(()),
             }
         }
@@ -302,6 +314,74 @@ fn execute(
         Err(_) => WC_SUCCESS,
     };
     (status, wc_op)
+}
+
+/// Carries out a UD send: a datagram of at most one path MTU to the QP and Q_Key its WQE names.
+/// What the destination cannot take is lost without an error, as for any datagram.
+fn send_ud(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &kernel::rdma::qp::QpAttr,
+    off: usize,
+    ctrl: &srdma_wqe_ctrl,
+) -> u32 {
+    if !matches!(ctrl.opcode, WR_SEND | WR_SEND_WITH_IMM) {
+        return WC_LOC_QP_OP_ERR;
+    }
+    let Ok(ud) = q.sq.mem.read_obj::<srdma_wqe_ud>(off + 32) else {
+        return WC_LOC_QP_OP_ERR;
+    };
+    let data = match gather(dev, q, off, ctrl) {
+        Ok(data) => data,
+        Err(status) => return status,
+    };
+    let mtu = dev
+        .netdev(PORT)
+        .and_then(|ndev| Mtu::for_roce(ndev.mtu()))
+        .unwrap_or(Mtu::Mtu256);
+    if data.len() > mtu.bytes() as usize {
+        return WC_LOC_LEN_ERR;
+    }
+    // An address vector naming a GID the port does not have cannot be sent from.
+    let Ok(sgid) = dev.query_gid(PORT, u32::from(ud.sgid_index)) else {
+        return WC_LOC_QP_OP_ERR;
+    };
+    let qkey = if ud.remote_qkey & QKEY_FROM_QP != 0 {
+        attr.qkey
+    } else {
+        ud.remote_qkey
+    };
+    let Some(dest) = find_dest(&ud.dgid, ud.remote_qpn) else {
+        return WC_SUCCESS;
+    };
+    if !matches!(dest.qp.qp_type, QpType::Ud | QpType::Gsi) || dest.qp.attr.lock().qkey != qkey {
+        return WC_SUCCESS;
+    }
+    let route = grh::Route {
+        sgid: &sgid,
+        dgid: &ud.dgid,
+        traffic_class: ud.traffic_class,
+        hop_limit: ud.hop_limit,
+        flow_label: ud.flow_label,
+    };
+    let mut msg = KVec::new();
+    if msg
+        .extend_from_slice(&grh::build(&route, data.len()), GFP_KERNEL)
+        .and_then(|()| msg.extend_from_slice(&data, GFP_KERNEL))
+        .is_err()
+    {
+        return WC_LOC_QP_OP_ERR;
+    }
+    let imm = (ctrl.opcode == WR_SEND_WITH_IMM).then_some(ctrl.imm_data);
+    let mut m = Message::new(&msg, imm, q.qpn, WC_RECV);
+    m.network_hdr_type = Some(if grh::is_v4_mapped(&sgid) && grh::is_v4_mapped(&ud.dgid) {
+        NETWORK_IPV4
+    } else {
+        NETWORK_IPV6
+    });
+    // A datagram that finds no receive WQE, or one too small, is lost to the sender.
+    let _ = deliver(&dest, &m);
+    WC_SUCCESS
 }
 
 /// Carries out an RDMA READ or an atomic: the responder's memory is read (and for atomics
@@ -465,14 +545,32 @@ fn gather(
     Ok(data)
 }
 
-/// Takes the next receive WQE of the destination and scatters `data` into it.
-fn deliver(
-    dest: &Dest,
-    data: &[u8],
+/// A message arriving at a receive queue.
+struct Message<'a> {
+    /// The payload; for UD it starts with the GRH area.
+    data: &'a [u8],
     imm: Option<u32>,
     src_qpn: u32,
     wc_opcode: u32,
-) -> core::result::Result<(), Refused> {
+    /// For UD: the network header type the GRH area holds.
+    network_hdr_type: Option<u8>,
+}
+
+impl<'a> Message<'a> {
+    fn new(data: &'a [u8], imm: Option<u32>, src_qpn: u32, wc_opcode: u32) -> Self {
+        Self {
+            data,
+            imm,
+            src_qpn,
+            wc_opcode,
+            network_hdr_type: None,
+        }
+    }
+}
+
+/// Takes the next receive WQE of the destination and scatters the message into it.
+fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> {
+    let data = msg.data;
     let d = &dest.qp;
     // Receive WQEs come from the QP's own RQ or from its SRQ.
     let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq, &d.db) {
@@ -506,12 +604,16 @@ fn deliver(
     *ci = ci.wrapping_add(1);
     let _ = db.store(DB_RQ_CI, *ci);
     let hdr: srdma_rq_wqe_hdr = rq.mem.read_obj(off).map_err(|_| Refused::Length)?;
-    let mut wc = cqe(hdr.wr_id, WC_SUCCESS, wc_opcode, d.qpn);
-    wc.src_qp = src_qpn;
+    let mut wc = cqe(hdr.wr_id, WC_SUCCESS, msg.wc_opcode, d.qpn);
+    wc.src_qp = msg.src_qpn;
     wc.byte_len = data.len() as u32;
-    if let Some(imm) = imm {
+    if let Some(imm) = msg.imm {
         wc.imm_data = imm;
-        wc.wc_flags = WC_WITH_IMM;
+        wc.wc_flags |= WC_WITH_IMM;
+    }
+    if let Some(net) = msg.network_hdr_type {
+        wc.wc_flags |= WC_GRH;
+        wc.network_hdr_type = net;
     }
     let result = scatter(dest, rq, max_sge, off, &hdr, data);
     if result.is_err() {

@@ -14,6 +14,7 @@ mod cq;
 mod device;
 mod doorbell;
 mod engine;
+mod grh;
 mod link;
 mod mr;
 mod params;
