@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <linux/mm.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -24,4 +25,14 @@ size_t rust_helper_ib_umem_copy_to(struct ib_umem *umem, size_t offset, const vo
 {
 	return sg_pcopy_from_buffer(umem->sgt_append.sgt.sgl, umem->sgt_append.sgt.orig_nents,
 				    src, length, offset + ib_umem_offset(umem));
+}
+
+bool rust_helper_ib_uses_virt_dma(struct ib_device *dev)
+{
+	return ib_uses_virt_dma(dev);
+}
+
+bool rust_helper_virt_addr_valid(unsigned long addr)
+{
+	return virt_addr_valid(addr);
 }

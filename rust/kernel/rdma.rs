@@ -26,6 +26,7 @@ pub mod srq;
 pub mod uapi;
 pub mod ucontext;
 pub mod udata;
+pub mod wr;
 
 pub use device::{Device, DeviceRef, DriverGuard, PortEvent, Unregistered};
 pub use driver::Driver;

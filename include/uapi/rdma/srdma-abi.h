@@ -38,9 +38,18 @@ struct srdma_qp_db {
 
 struct srdma_cq_db {
 	__u32 ci;	/* consumer index, free-running (userspace writes) */
-	__u32 arm;	/* reserved for completion events */
+	__u32 arm;	/* SRDMA_CQ_ARM_*: userspace arms, the kernel disarms when it raises the event */
 	__u32 reserved[2];
 };
+
+/*
+ * Values of srdma_cq_db.arm. ibv_req_notify_cq stores one (no syscall), then a full barrier
+ * separates it from polling again; the kernel writes a CQE, then a full barrier, then reads
+ * arm, and raises the completion event (clearing arm) when the CQE matches.
+ */
+#define SRDMA_CQ_ARM_NONE	0
+#define SRDMA_CQ_ARM_NEXT	1	/* the next completion of any kind */
+#define SRDMA_CQ_ARM_SOLICITED	2	/* the next solicited or error completion */
 
 /* Response of alloc_ucontext (ibv_open_device). */
 struct srdma_alloc_ucontext_resp {

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion queues (`struct ib_cq`).
+//! Completion queues (`struct ib_cq`): creation attributes, completion events, and the work
+//! completions that kernel callers poll.
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::driver::Driver;
+use super::{driver::Driver, qp::QpHandle};
+use crate::{
+    bindings,
+    init::PinInit,
+    prelude::*,
+    new_spinlock, pin_init,
+    sync::{Arc, SpinLock},
+};
+use core::ptr::NonNull;
 
 /// The attributes a CQ is created with (`struct ib_cq_init_attr`).
 #[derive(Clone, Copy, Debug)]
@@ -22,7 +31,8 @@ super::object::driver_object!(
     /// data.
     Cq,
     ib_cq,
-    Cq
+    Cq,
+    events: Option<Arc<CqEvents>>
 );
 
 impl<T: Driver> Cq<T> {
@@ -30,5 +40,192 @@ impl<T: Driver> Cq<T> {
     pub fn cqe(&self) -> u32 {
         // SAFETY: `cqe` is written at creation and resize, which ib_core serialises with users.
         unsafe { (*self.raw()).cqe as u32 }
+    }
+}
+
+/// A CQ's C part, while it exists.
+struct RawCq(NonNull<bindings::ib_cq>);
+
+// SAFETY: The pointer is only used under the lock of `CqEvents`, whose revocation the destroy
+// trampoline waits for; ib_core's handlers may run on any thread.
+unsafe impl Send for RawCq {}
+
+/// The events a CQ delivers to its consumer: completion events (to a completion channel or a
+/// kernel handler) and the CQ error event.
+///
+/// The driver may keep it for as long as it likes (the data path reaches a CQ through the QPs
+/// it serves); once ib_core destroys the CQ, the handle is revoked and does nothing.
+///
+/// # Invariants
+///
+/// `cq` is `Some` only while the CQ it points to is alive: the destroy trampoline sets it to
+/// `None` (under the lock) before ib_core frees the CQ.
+#[pin_data]
+pub struct CqEvents {
+    #[pin]
+    cq: SpinLock<Option<RawCq>>,
+}
+
+impl CqEvents {
+    pub(crate) fn new(cq: NonNull<bindings::ib_cq>) -> impl PinInit<Self> {
+        // INVARIANT: The CQ is alive: its create trampoline makes the handle.
+        pin_init!(Self {
+            cq <- new_spinlock!(Some(RawCq(cq)), "CqEvents::cq"),
+        })
+    }
+
+    /// Tells the consumer that a completion it asked to hear about (with `req_notify_cq`) is
+    /// in the CQ. Must not be called with locks held that the consumer's `poll_cq` takes.
+    pub fn completion(&self) {
+        let guard = self.cq.lock();
+        if let Some(RawCq(cq)) = &*guard {
+            let cq = cq.as_ptr();
+            // SAFETY: The CQ is alive while the handle is not revoked (type invariant) and the
+            // lock is held; ib_core sets the handler and its context at creation.
+            unsafe {
+                if let Some(handler) = (*cq).comp_handler {
+                    handler(cq, (*cq).cq_context);
+                }
+            }
+        }
+    }
+
+    /// Reports the CQ error event (`IB_EVENT_CQ_ERR`), for example after an overrun.
+    pub fn error(&self) {
+        let guard = self.cq.lock();
+        if let Some(RawCq(cq)) = &*guard {
+            let cq = cq.as_ptr();
+            // SAFETY: `ib_event` holds pointers, a union and an enum, for which zero is valid.
+            let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+            ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+            ev.element.cq = cq;
+            // SAFETY: The CQ is alive while the handle is not revoked (type invariant) and the
+            // lock is held; ib_core sets the handler, its context and the device at creation.
+            unsafe {
+                ev.device = (*cq).device;
+                if let Some(handler) = (*cq).event_handler {
+                    handler(&mut ev, (*cq).cq_context);
+                }
+            }
+        }
+    }
+
+    /// Makes the handle inert; after it returns no handler of the CQ runs on its behalf.
+    pub(crate) fn revoke(&self) {
+        // INVARIANT: Cleared before the CQ is freed.
+        *self.cq.lock() = None;
+    }
+}
+
+/// What `req_notify_cq` asks for (`enum ib_cq_notify_flags`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotifyFlags(pub u32);
+
+impl NotifyFlags {
+    /// Only the next solicited completion (or an error completion) raises an event.
+    pub fn solicited_only(self) -> bool {
+        self.0 & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED
+    }
+
+    /// The caller wants to know whether completions are already waiting.
+    pub fn report_missed(self) -> bool {
+        self.0 & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0
+    }
+}
+
+/// Work completion flags of kernel CQs (`enum ib_wc_flags`), which differ from the user ABI's.
+pub mod wc_flags {
+    use crate::bindings;
+    /// The receive buffer starts with a GRH.
+    pub const GRH: u32 = bindings::ib_wc_flags_IB_WC_GRH;
+    /// `ex` holds immediate data.
+    pub const WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
+    /// `ex` holds an invalidated rkey.
+    pub const WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+    /// `network_hdr_type` is valid.
+    pub const WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
+}
+
+/// A work completion for a kernel caller (`struct ib_wc`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wc {
+    /// The work request's `wr_id` (or `wr_cqe`, which shares its storage).
+    pub wr_id: u64,
+    /// `enum ib_wc_status`.
+    pub status: u32,
+    /// `enum ib_wc_opcode`.
+    pub opcode: u32,
+    /// Vendor error syndrome.
+    pub vendor_err: u32,
+    /// Bytes received (with the GRH area for UD).
+    pub byte_len: u32,
+    /// The QP the completion belongs to.
+    pub qp: Option<QpHandle>,
+    /// Immediate data (network order) or the invalidated rkey.
+    pub ex: u32,
+    /// Source QP number of a UD receive.
+    pub src_qp: u32,
+    /// `enum ib_wc_flags` ([`wc_flags`]).
+    pub wc_flags: u32,
+    /// P_Key index of a UD receive.
+    pub pkey_index: u16,
+    /// Source LID.
+    pub slid: u32,
+    /// Service level.
+    pub sl: u8,
+    /// Destination LID path bits.
+    pub dlid_path_bits: u8,
+    /// Port number (switches only).
+    pub port_num: u32,
+    /// `enum rdma_network_type` of the GRH area.
+    pub network_hdr_type: u8,
+}
+
+/// The array a kernel caller polls completions into.
+pub struct WcWriter<'a> {
+    wc: &'a mut [bindings::ib_wc],
+    written: usize,
+}
+
+impl<'a> WcWriter<'a> {
+    pub(crate) fn new(wc: &'a mut [bindings::ib_wc]) -> Self {
+        Self { wc, written: 0 }
+    }
+
+    /// Entries written so far.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+
+    /// Whether the array has room for another entry.
+    pub fn has_room(&self) -> bool {
+        self.written < self.wc.len()
+    }
+
+    /// Appends `c`; returns `false` (writing nothing) when the array is full.
+    pub fn push(&mut self, c: &Wc) -> bool {
+        let Some(out) = self.wc.get_mut(self.written) else {
+            return false;
+        };
+        // SAFETY: `ib_wc` is plain data (pointers, integers, unions), for which zero is valid.
+        *out = unsafe { core::mem::zeroed() };
+        out.__bindgen_anon_1.wr_id = c.wr_id;
+        out.status = c.status;
+        out.opcode = c.opcode;
+        out.vendor_err = c.vendor_err;
+        out.byte_len = c.byte_len;
+        out.qp = c.qp.map_or(core::ptr::null_mut(), |q| q.0.as_ptr());
+        out.ex.imm_data = c.ex;
+        out.src_qp = c.src_qp;
+        out.wc_flags = c.wc_flags as i32;
+        out.pkey_index = c.pkey_index;
+        out.slid = c.slid;
+        out.sl = c.sl;
+        out.dlid_path_bits = c.dlid_path_bits;
+        out.port_num = c.port_num;
+        out.network_hdr_type = c.network_hdr_type;
+        self.written += 1;
+        true
     }
 }

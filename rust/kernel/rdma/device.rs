@@ -368,8 +368,9 @@ impl<T: Driver> Drop for DeviceRef<T> {
     }
 }
 
-/// Unregisters every device of driver `T` when dropped; a driver module keeps one so that no
-/// device (and no queued unregistration) outlives the module's code.
+/// Unregisters every device of driver `T` when dropped, and waits for work its devices queued
+/// on the unbound system workqueue; a driver module keeps one so that no device (and no queued
+/// unregistration or work) outlives the module's code.
 pub struct DriverGuard<T: Driver>(PhantomData<T>);
 
 impl<T: Driver> DriverGuard<T> {
@@ -390,5 +391,9 @@ impl<T: Driver> Drop for DriverGuard<T> {
         // SAFETY: Unregistering all devices with our driver ID is always allowed; ib_core
         // waits for each unregistration, including queued ones, to finish.
         unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.as_raw()) };
+        // Work items the devices queued on the unbound system workqueue may still be pending;
+        // they run the module's code, so they finish before it goes.
+        // SAFETY: Flushing a system workqueue from process context is allowed.
+        unsafe { bindings::__flush_workqueue(bindings::system_unbound_wq) };
     }
 }

@@ -7,23 +7,25 @@
 use super::{
     ah::Ah,
     attr::{DeviceAttr, LinkLayer, PortAttr, PortImmutable},
-    cq::{Cq, CqInitAttr},
+    cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
     device::Device,
     mmap::EntryInner,
-    mr::{Mr, MrCreated, UserRegion},
+    mr::{DmaMemory, Mr, MrCreated, UserRegion},
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
     srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
     ucontext::{Ucontext, User},
     udata::UData,
+    wr::{RecvWrs, SendWrs},
     DriverId,
 };
 use crate::{
     bindings, build_error,
     error::{from_result, VTABLE_DEFAULT_ERROR},
     prelude::*,
+    sync::Arc,
 };
-use core::marker::PhantomData;
+use core::{marker::PhantomData, ptr::NonNull};
 
 /// An RDMA driver: the per-device data and the operations ib_core calls on its devices.
 ///
@@ -87,11 +89,45 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Creates the driver's part of a completion queue (`create_cq`) and returns it with the
     /// number of entries the CQ really has (at least `attr.cqe`); dropped on `destroy_cq`.
+    ///
+    /// `events` raises the CQ's completion and error events; the driver may keep it beyond the
+    /// CQ's life (it turns inert when the CQ is destroyed).
     fn create_cq(
         _dev: &Device<Self>,
         _attr: &CqInitAttr,
+        _events: Arc<CqEvents>,
         _user: Option<User<'_, Self>>,
     ) -> Result<(Self::Cq, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a CQ for a completion event at its next completion, or its next solicited or error
+    /// completion (`req_notify_cq`). Returns whether completions are waiting already, when
+    /// `flags` asks for it ([`NotifyFlags::report_missed`]); `false` otherwise.
+    fn req_notify_cq(_cq: &Cq<Self>, _flags: NotifyFlags) -> Result<bool> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves completions of a kernel caller's CQ into `wc` (`poll_cq`), as many as are there
+    /// and fit.
+    fn poll_cq(_cq: &Cq<Self>, _wc: &mut WcWriter<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts the send work requests of a kernel caller (`post_send`). On failure, the request
+    /// last taken from `wrs` is the one reported as failed, and those before it were posted.
+    fn post_send(_qp: &Qp<Self>, _wrs: &mut SendWrs<'_, Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts the receive work requests of a kernel caller (`post_recv`), reporting failures as
+    /// [`Driver::post_send`] does.
+    fn post_recv(_qp: &Qp<Self>, _wrs: &mut RecvWrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Posts receive work requests of a kernel caller to an SRQ (`post_srq_recv`).
+    fn post_srq_recv(_srq: &Srq<Self>, _wrs: &mut RecvWrs<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -144,7 +180,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// Creates the memory region of all kernel memory for kernel callers (`get_dma_mr`).
-    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<MrCreated<Self::Mr>> {
+    ///
+    /// `mem` reads and writes the memory that kernel callers name in SGEs of the MR.
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32, _mem: DmaMemory) -> Result<MrCreated<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -278,13 +316,28 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
-        post_send: if T::HAS_POST_SEND_USER {
+        post_send: if T::HAS_POST_SEND_USER || T::HAS_POST_SEND {
             Some(Self::post_send)
         } else {
             None
         },
-        post_recv: if T::HAS_POST_SEND_USER {
+        post_recv: if T::HAS_POST_SEND_USER || T::HAS_POST_RECV {
             Some(Self::post_recv)
+        } else {
+            None
+        },
+        post_srq_recv: if T::HAS_POST_SRQ_RECV {
+            Some(Self::post_srq_recv)
+        } else {
+            None
+        },
+        poll_cq: if T::HAS_POLL_CQ {
+            Some(Self::poll_cq)
+        } else {
+            None
+        },
+        req_notify_cq: if T::HAS_REQ_NOTIFY_CQ {
+            Some(Self::req_notify_cq)
         } else {
             None
         },
@@ -590,10 +643,21 @@ impl<T: Driver> Adapter<T> {
             };
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
-            let (data, cqe) = T::create_cq(dev, &attr, user)?;
-            // SAFETY: ib_core just allocated the CQ (`destroy_cq` drops the data); `cqe` is ours
-            // to set during creation.
+            // SAFETY: ib_core passes a valid CQ.
+            let events = Arc::pin_init(CqEvents::new(unsafe { NonNull::new_unchecked(ibcq) }), GFP_KERNEL)?;
+            let (data, cqe) = match T::create_cq(dev, &attr, events.clone(), user) {
+                Ok(created) => created,
+                Err(e) => {
+                    // ib_core frees the CQ without `destroy_cq`: copies the driver kept must
+                    // not reach it.
+                    events.revoke();
+                    return Err(e);
+                }
+            };
+            // SAFETY: ib_core just allocated the CQ (`destroy_cq` drops the data and the
+            // events); `cqe` is ours to set during creation.
             unsafe {
+                Cq::<T>::extra_slot(ibcq).write(Some(events));
                 Cq::<T>::init_data(ibcq, data);
                 (*ibcq).cqe = i32::try_from(cqe).unwrap_or(i32::MAX);
             }
@@ -608,9 +672,50 @@ impl<T: Driver> Adapter<T> {
         ibcq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
+        // SAFETY: `create_cq` set the events of the CQ; nothing else touches the slot.
+        if let Some(events) = unsafe { (*Cq::<T>::extra_slot(ibcq)).take() } {
+            // No handler runs for the CQ once this returns, wherever the driver keeps copies.
+            events.revoke();
+        }
         // SAFETY: ib_core destroys an object whose create operation initialised the data.
         unsafe { Cq::<T>::drop_data(ibcq) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T`.
+    unsafe extern "C" fn req_notify_cq(
+        ibcq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live CQ of `T`.
+        let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+        from_result(|| T::req_notify_cq(cq, NotifyFlags(flags)).map(i32::from))
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T` and room for `num_entries` completions at `wc`.
+    unsafe extern "C" fn poll_cq(
+        ibcq: *mut bindings::ib_cq,
+        num_entries: crate::ffi::c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> crate::ffi::c_int {
+        let Ok(n) = usize::try_from(num_entries) else {
+            return 0;
+        };
+        if n == 0 || wc.is_null() {
+            return 0;
+        }
+        // SAFETY: A live CQ of `T`.
+        let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+        // SAFETY: The caller provides `num_entries` entries at `wc`, ours for the call.
+        let mut out = WcWriter::new(unsafe { core::slice::from_raw_parts_mut(wc, n) });
+        from_result(|| {
+            T::poll_cq(cq, &mut out)?;
+            Ok(out.written() as i32)
+        })
     }
 
     /// # Safety
@@ -625,8 +730,10 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: ib_core sets `pd` before calling the driver; it is a PD of this device.
             let pd = unsafe { Pd::<T>::from_raw((*ibqp).pd) };
+            // SAFETY: ib_core passes a valid QP.
+            let qp_ptr = unsafe { NonNull::new_unchecked(ibqp) };
             // SAFETY: `init` is valid for the call.
-            let attr = qp::init_attr_from_raw::<T>(unsafe { &*init });
+            let attr = qp::init_attr_from_raw::<T>(qp_ptr, unsafe { &*init });
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let created = T::create_qp(pd, &attr, user)?;
@@ -736,7 +843,8 @@ impl<T: Driver> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: A live PD of `T`.
         let pd = unsafe { Pd::<T>::from_raw(ibpd) };
-        match T::get_dma_mr(pd, access as u32).and_then(Mr::<T>::into_raw) {
+        let created = DmaMemory::new(pd.device()).and_then(|mem| T::get_dma_mr(pd, access as u32, mem));
+        match created.and_then(Mr::<T>::into_raw) {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
         }
@@ -900,16 +1008,26 @@ impl<T: Driver> Adapter<T> {
     ) -> crate::ffi::c_int {
         // SAFETY: A live QP of `T`.
         let q = unsafe { Qp::<T>::from_raw(ibqp) };
-        // Kernel callers' work request lists are not supported yet; user QPs are driven by
-        // their rings.
-        let ret = if !wr.is_null() || !q.is_user() {
-            EOPNOTSUPP.to_errno()
+        let (ret, bad) = if q.is_user() {
+            // User QPs are driven by their rings: a list of work requests is not for them.
+            let ret = if !wr.is_null() || !T::HAS_POST_SEND_USER {
+                EINVAL.to_errno()
+            } else {
+                from_result(|| T::post_send_user(q).map(|()| 0))
+            };
+            (ret, wr)
+        } else if T::HAS_POST_SEND {
+            let ud = matches!(q.qp_type(), qp::QpType::Ud | qp::QpType::Gsi);
+            // SAFETY: A kernel caller's valid list; `ud` says whether it holds `ib_ud_wr`s.
+            let mut wrs = unsafe { SendWrs::<T>::new(wr, ud) };
+            let ret = from_result(|| T::post_send(q, &mut wrs).map(|()| 0));
+            (ret, wrs.current)
         } else {
-            from_result(|| T::post_send_user(q).map(|()| 0))
+            (EOPNOTSUPP.to_errno(), wr)
         };
         if ret != 0 {
             // SAFETY: `bad_wr` is valid for writes.
-            unsafe { *bad_wr = wr };
+            unsafe { *bad_wr = bad };
         }
         ret
     }
@@ -918,14 +1036,51 @@ impl<T: Driver> Adapter<T> {
     ///
     /// ib_core passes a live QP of `T`, a work request list and a valid `bad_wr`.
     unsafe extern "C" fn post_recv(
-        _ibqp: *mut bindings::ib_qp,
+        ibqp: *mut bindings::ib_qp,
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> crate::ffi::c_int {
-        // User QPs post receives into their rings without the kernel; work request lists of
-        // kernel callers are not supported yet.
-        // SAFETY: `bad_wr` is valid for writes.
-        unsafe { *bad_wr = wr };
-        EOPNOTSUPP.to_errno()
+        // SAFETY: A live QP of `T`.
+        let q = unsafe { Qp::<T>::from_raw(ibqp) };
+        // User QPs post receives into their rings, without the kernel.
+        let (ret, bad) = if !q.is_user() && T::HAS_POST_RECV {
+            // SAFETY: A kernel caller's valid list.
+            let mut wrs = unsafe { RecvWrs::new(wr) };
+            let ret = from_result(|| T::post_recv(q, &mut wrs).map(|()| 0));
+            (ret, wrs.current)
+        } else {
+            (EINVAL.to_errno(), wr)
+        };
+        if ret != 0 {
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { *bad_wr = bad };
+        }
+        ret
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live SRQ of `T`, a work request list and a valid `bad_wr`.
+    unsafe extern "C" fn post_srq_recv(
+        ibsrq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live SRQ of `T`.
+        let srq = unsafe { Srq::<T>::from_raw(ibsrq) };
+        // User SRQs take receives in their rings, without the kernel.
+        let (ret, bad) = if srq.is_user() {
+            (EINVAL.to_errno(), wr)
+        } else {
+            // SAFETY: A kernel caller's valid list.
+            let mut wrs = unsafe { RecvWrs::new(wr) };
+            let ret = from_result(|| T::post_srq_recv(srq, &mut wrs).map(|()| 0));
+            (ret, wrs.current)
+        };
+        if ret != 0 {
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { *bad_wr = bad };
+        }
+        ret
     }
 }

@@ -117,6 +117,67 @@ impl Drop for Umem {
     }
 }
 
+/// The memory that kernel callers reach through a DMA MR (`get_dma_mr`).
+///
+/// A device without a DMA device uses virtual DMA (`ib_uses_virt_dma`): ib_core's mapping
+/// functions hand kernel ULPs kernel virtual addresses, so the addresses in SGEs that use a DMA
+/// MR are kernel virtual addresses of memory the caller mapped and keeps until the work request
+/// completes.
+///
+/// # Invariants
+///
+/// Only made for devices that use virtual DMA.
+pub struct DmaMemory(());
+
+impl DmaMemory {
+    pub(crate) fn new<T: Driver>(dev: &Device<T>) -> Result<Self> {
+        // SAFETY: The device is valid.
+        if !unsafe { bindings::ib_uses_virt_dma(dev.as_raw()) } {
+            return Err(EOPNOTSUPP);
+        }
+        // INVARIANT: Checked above.
+        Ok(Self(()))
+    }
+
+    /// Checks that `len` bytes at `addr` lie in the kernel's linear map, where mapped buffers
+    /// of kernel callers live, and returns the address as a pointer value.
+    fn check(addr: u64, len: usize) -> Result<usize> {
+        let start = usize::try_from(addr).map_err(|_| EFAULT)?;
+        if len == 0 {
+            return Ok(start);
+        }
+        let last = start.checked_add(len - 1).ok_or(EFAULT)?;
+        // The linear map is contiguous, so both ends being in it puts the range in it.
+        // SAFETY: `virt_addr_valid` only computes on the value.
+        let valid = unsafe {
+            bindings::virt_addr_valid(start as _) && bindings::virt_addr_valid(last as _)
+        };
+        if !valid {
+            return Err(EFAULT);
+        }
+        Ok(start)
+    }
+
+    /// Copies `dst.len()` bytes at `addr` into `dst`.
+    pub fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
+        let src = Self::check(addr, dst.len())?;
+        // SAFETY: A kernel caller's mapped buffer in the linear map (type invariant and check),
+        // which cannot overlap the driver's own `dst`.
+        unsafe {
+            core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len())
+        };
+        Ok(())
+    }
+
+    /// Copies `src` to `addr`.
+    pub fn write(&self, addr: u64, src: &[u8]) -> Result {
+        let dst = Self::check(addr, src.len())?;
+        // SAFETY: As for `read`; the caller mapped the buffer for the device to write.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
+        Ok(())
+    }
+}
+
 /// The user memory an `ibv_reg_mr` asks for.
 #[derive(Clone, Copy, Debug)]
 pub struct UserRegion {

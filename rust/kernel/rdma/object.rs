@@ -9,8 +9,12 @@
 ///
 /// ib_core allocates `size_ib_*` bytes (the size of the declared type, from the ops table),
 /// zeroed, and frees them after the destroy operation.
+///
+/// An optional `extra: Type` names a field that the abstraction itself keeps in the object, between
+/// the C struct and the driver's data; it starts zeroed (so `Type` must be valid when zeroed, as
+/// `Option<Arc<_>>` is), the trampolines set and clear it through `extra_slot`.
 macro_rules! driver_object {
-    ($(#[$meta:meta])* $name:ident, $raw:ident, $data:ident) => {
+    ($(#[$meta:meta])* $name:ident, $raw:ident, $data:ident $(, $extra:ident: $extra_ty:ty)?) => {
         $(#[$meta])*
         ///
         /// # Invariants
@@ -20,8 +24,24 @@ macro_rules! driver_object {
         #[repr(C)]
         pub struct $name<T: Driver> {
             ib: crate::types::Opaque<crate::bindings::$raw>,
+            $($extra: $extra_ty,)?
             data: T::$data,
         }
+
+        $(
+        impl<T: Driver> $name<T> {
+            /// Returns the abstraction's own field of the object that `ptr` is the C part of.
+            ///
+            /// # Safety
+            ///
+            /// `ptr` must be an object of this type allocated by ib_core (zeroed).
+            pub(crate) unsafe fn extra_slot(ptr: *mut crate::bindings::$raw) -> *mut $extra_ty {
+                let this = ptr.cast::<Self>();
+                // SAFETY: The field lies within the allocation (caller guarantee).
+                unsafe { core::ptr::addr_of_mut!((*this).$extra) }
+            }
+        }
+        )?
 
         // SAFETY: The driver's data is `Send + Sync` (required by `Driver`); ib_core manages the
         // C part and calls the driver from any thread.

@@ -138,6 +138,8 @@ pub struct QpInitAttr<'a, T: Driver> {
     pub recv_cq: Option<&'a Cq<T>>,
     /// The shared receive queue that receives come from, if any.
     pub srq: Option<&'a Srq<T>>,
+    /// The handle that the QP's work completions carry for kernel callers.
+    pub handle: QpHandle,
 }
 
 /// An address vector for RoCE (`struct rdma_ah_attr` of type RoCE, with its GRH).
@@ -392,7 +394,23 @@ super::object::driver_object!(
     Qp
 );
 
+/// A QP's C part as an opaque value, for the `qp` field of the work completions of kernel
+/// callers. Rust never dereferences it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpHandle(pub(crate) core::ptr::NonNull<bindings::ib_qp>);
+
+// SAFETY: The handle is only an address that C code dereferences, never Rust.
+unsafe impl Send for QpHandle {}
+// SAFETY: See `Send`.
+unsafe impl Sync for QpHandle {}
+
 impl<T: Driver> Qp<T> {
+    /// Returns the handle that work completions of the QP carry.
+    pub fn handle(&self) -> QpHandle {
+        // SAFETY: The C part of a live object is not null.
+        QpHandle(unsafe { core::ptr::NonNull::new_unchecked(self.raw()) })
+    }
+
     /// Returns the PD of the QP.
     pub fn pd(&self) -> &Pd<T> {
         // SAFETY: ib_core sets `pd` at creation; it outlives the QP and is a `Pd<T>`.
@@ -419,6 +437,7 @@ impl<T: Driver> Qp<T> {
 }
 
 pub(crate) fn init_attr_from_raw<'a, T: Driver>(
+    qp: core::ptr::NonNull<bindings::ib_qp>,
     a: &bindings::ib_qp_init_attr,
 ) -> QpInitAttr<'a, T> {
     // SAFETY: The CQs of a QP on a `T` device are `T` CQs, alive while the QP is created.
@@ -433,6 +452,7 @@ pub(crate) fn init_attr_from_raw<'a, T: Driver>(
         recv_cq: cq(a.recv_cq),
         // SAFETY: The SRQ of a QP on a `T` device is a `T` SRQ, alive while the QP is created.
         srq: (!a.srq.is_null()).then(|| unsafe { Srq::from_raw(a.srq) }),
+        handle: QpHandle(qp),
     }
 }
 

@@ -78,6 +78,12 @@ super::object::driver_object!(
 );
 
 impl<T: Driver> Srq<T> {
+    /// Returns whether the SRQ belongs to a user process (rather than a kernel ULP).
+    pub fn is_user(&self) -> bool {
+        // SAFETY: `uobject` is set by ib_core at creation and never changes.
+        !unsafe { (*self.raw()).uobject }.is_null()
+    }
+
     /// Returns the PD of the SRQ.
     pub fn pd(&self) -> &Pd<T> {
         // SAFETY: ib_core sets `pd` at creation; it outlives the SRQ and is a `Pd<T>`.

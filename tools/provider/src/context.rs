@@ -108,6 +108,7 @@ static CONTEXT_OPS: VerbsContextOps = {
     slots[op::POST_SEND] = crate::datapath::post_send as *const c_void;
     slots[op::POST_RECV] = crate::datapath::post_recv as *const c_void;
     slots[op::POLL_CQ] = crate::datapath::poll_cq as *const c_void;
+    slots[op::REQ_NOTIFY_CQ] = crate::datapath::req_notify_cq as *const c_void;
     slots[op::POST_SRQ_RECV] = crate::datapath::post_srq_recv as *const c_void;
     slots[op::REG_MR] = crate::mr::reg_mr as *const c_void;
     slots[op::DEREG_MR] = crate::mr::dereg_mr as *const c_void;

@@ -22,6 +22,7 @@ const DB_RQ_PI: usize = 4;
 const DB_SQ_CI: usize = 8;
 const DB_RQ_CI: usize = 12;
 const DB_CQ_CI: usize = 0;
+const DB_CQ_ARM: usize = 4;
 
 const HDR: usize = SRDMA_SQ_WQE_HDR_SIZE as usize;
 const SGE: usize = SRDMA_SGE_SIZE as usize;
@@ -354,6 +355,24 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
             bad_wr,
         )
     }
+}
+
+/// Arms the CQ through its doorbell record, without a syscall: the kernel raises the event
+/// (through the completion channel) for the next CQE that matches and disarms it.
+pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
+    // SAFETY: `ibcq` is a CQ of ours.
+    let cq = unsafe { &*ibcq.cast::<SrdmaCq>() };
+    let arm = if solicited_only != 0 {
+        SRDMA_CQ_ARM_SOLICITED
+    } else {
+        SRDMA_CQ_ARM_NEXT
+    };
+    // SAFETY: The doorbell record is mapped while the CQ exists.
+    unsafe { db_word(cq.db, DB_CQ_ARM) }.store(arm, Ordering::SeqCst);
+    // Pairs with the kernel's barrier between writing a CQE and reading the arm word: a CQE
+    // it wrote before seeing the arm is visible to the caller's next poll.
+    core::sync::atomic::fence(Ordering::SeqCst);
+    0
 }
 
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {

@@ -13,10 +13,6 @@ use kernel::{
 
 /// srdma's part of an address handle: the validated address vector.
 pub(crate) struct SrdmaAh {
-    #[expect(
-        dead_code,
-        reason = "read by the data path for UD sends of kernel callers"
-    )]
     pub(crate) attr: AhAttr,
 }
 

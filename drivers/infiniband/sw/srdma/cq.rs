@@ -3,18 +3,31 @@
 //! Completion queues: a ring of CQEs that the process maps and polls without a syscall.
 
 use crate::{device::SrdmaDevice, doorbell::DbRecord, params::MAX_CQE};
+use core::sync::atomic::{fence, AtomicBool, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
     rdma::{
-        cq::{Cq, CqInitAttr},
+        cq::{wc_flags, Cq, CqEvents, CqInitAttr, NotifyFlags, Wc, WcWriter},
         mmap::{MmapEntry, SharedPages},
-        uapi::{srdma_cqe, srdma_create_cq_resp, SRDMA_CQE_SIZE},
+        uapi::{
+            srdma_cqe, srdma_create_cq_resp, SRDMA_CQE_SIZE, SRDMA_CQ_ARM_NEXT,
+            SRDMA_CQ_ARM_SOLICITED,
+        },
         ucontext::User,
         Device,
     },
     sync::{Arc, Mutex},
 };
+
+/// Byte offsets in a CQ's doorbell record (`struct srdma_cq_db`).
+const DB_CQ_CI: usize = 0;
+const DB_CQ_ARM: usize = 4;
+
+// `enum ibv_wc_flags` bits that kernel CQs report differently.
+const IBV_WC_GRH: u32 = 1;
+const IBV_WC_WITH_IMM: u32 = 2;
+const IBV_WC_WITH_INV: u32 = 8;
 
 const CQE_SIZE: usize = SRDMA_CQE_SIZE as usize;
 
@@ -50,12 +63,12 @@ impl CqRing {
         })
     }
 
-    fn resp(&self, db: Option<&DbRecord>, cq_id: u32) -> srdma_create_cq_resp {
+    fn resp(&self, db: &DbRecord, cq_id: u32) -> srdma_create_cq_resp {
         srdma_create_cq_resp {
             ring_mmap_key: self.entry.as_ref().map_or(0, |e| e.offset()),
             ring_size: self.mem.len() as u32,
             cqe_cnt: self.cqe_cnt,
-            db: db.map(|d| d.location()).unwrap_or_default(),
+            db: db.location(),
             cq_id,
             reserved: 0,
         }
@@ -65,33 +78,116 @@ impl CqRing {
 /// The state of a CQ that QPs write completions to.
 pub(crate) struct CqShared {
     ring: Pin<KBox<Mutex<CqRing>>>,
-    /// The consumer index and arm word, for user CQs.
-    db: Option<DbRecord>,
+    /// The consumer index and the arm word: written by the process for user CQs, by
+    /// `poll_cq` and `req_notify_cq` for kernel callers' CQs.
+    db: DbRecord,
     cq_id: u32,
+    events: Arc<CqEvents>,
+    /// Whether the CQ overran; the error event is reported once.
+    overran: AtomicBool,
 }
 
 impl CqShared {
     /// Writes `cqe` as the next CQE: the body first, then the owner word with release
-    /// ordering, so a consumer that sees the new phase sees the whole CQE. Fails with `ENOSPC`
-    /// when the ring is full (the CQ overran).
-    pub(crate) fn push(&self, cqe: &srdma_cqe) -> Result {
-        let mut ring = self.ring.lock();
-        let consumer = match &self.db {
-            Some(db) => db.load(0)?,
-            None => ring.producer,
+    /// ordering, so a consumer that sees the new phase sees the whole CQE. Raises the
+    /// completion event if the CQ is armed for it (`solicited`: the message asked for one).
+    /// Fails with `ENOSPC` when the ring is full: the CQ overran, which its consumer hears
+    /// about as the CQ error event.
+    pub(crate) fn push(&self, cqe: &srdma_cqe, solicited: bool) -> Result {
+        let notify = {
+            let mut ring = self.ring.lock();
+            let consumer = self.db.load(DB_CQ_CI)?;
+            // A consumer index the process corrupted reads as an overrun too.
+            if ring.producer.wrapping_sub(consumer) >= ring.cqe_cnt {
+                drop(ring);
+                if !self.overran.swap(true, Ordering::Relaxed) {
+                    self.events.error();
+                }
+                return Err(ENOSPC);
+            }
+            let idx = (ring.producer & (ring.cqe_cnt - 1)) as usize;
+            let phase = ((ring.producer / ring.cqe_cnt) & 1) ^ 1;
+            let mut body = *cqe;
+            body.owner = phase ^ 1;
+            ring.mem.write_obj(idx * CQE_SIZE, &body)?;
+            ring.mem.store_u32(idx * CQE_SIZE + OWNER_OFFSET, phase)?;
+            ring.producer = ring.producer.wrapping_add(1);
+            // Pairs with the consumer's barrier between arming and polling again: either it
+            // sees this CQE, or this sees its arm word.
+            fence(Ordering::SeqCst);
+            let arm = self.db.load(DB_CQ_ARM)?;
+            let fire = arm == SRDMA_CQ_ARM_NEXT
+                || (arm == SRDMA_CQ_ARM_SOLICITED && (solicited || cqe.status != 0));
+            if fire {
+                self.db.store(DB_CQ_ARM, 0)?;
+            }
+            fire
         };
-        // A consumer index the process corrupted reads as an overrun too.
-        if ring.producer.wrapping_sub(consumer) >= ring.cqe_cnt {
-            return Err(ENOSPC);
+        // Outside the ring lock: the handler may poll the CQ.
+        if notify {
+            self.events.completion();
         }
-        let idx = (ring.producer & (ring.cqe_cnt - 1)) as usize;
-        let phase = ((ring.producer / ring.cqe_cnt) & 1) ^ 1;
-        let mut body = *cqe;
-        body.owner = phase ^ 1;
-        ring.mem.write_obj(idx * CQE_SIZE, &body)?;
-        ring.mem.store_u32(idx * CQE_SIZE + OWNER_OFFSET, phase)?;
-        ring.producer = ring.producer.wrapping_add(1);
         Ok(())
+    }
+
+    /// Arms the CQ of a kernel caller; returns whether completions are waiting, if asked.
+    pub(crate) fn arm(&self, flags: NotifyFlags) -> Result<bool> {
+        let ring = self.ring.lock();
+        let arm = if flags.solicited_only() {
+            SRDMA_CQ_ARM_SOLICITED
+        } else {
+            SRDMA_CQ_ARM_NEXT
+        };
+        self.db.store(DB_CQ_ARM, arm)?;
+        Ok(flags.report_missed() && self.db.load(DB_CQ_CI)? != ring.producer)
+    }
+
+    /// Moves CQEs into a kernel caller's array of work completions.
+    pub(crate) fn poll(&self, dev: &Device<SrdmaDevice>, out: &mut WcWriter<'_>) -> Result {
+        let ring = self.ring.lock();
+        // The kernel caller's CQ: nobody else writes the consumer index.
+        let mut ci = self.db.load(DB_CQ_CI)?;
+        while out.has_room() && ci != ring.producer {
+            let idx = (ci & (ring.cqe_cnt - 1)) as usize;
+            let c: srdma_cqe = ring.mem.read_obj(idx * CQE_SIZE)?;
+            out.push(&to_wc(dev, &c));
+            ci = ci.wrapping_add(1);
+        }
+        self.db.store(DB_CQ_CI, ci)
+    }
+}
+
+/// Converts a CQE to the work completion of a kernel caller.
+fn to_wc(dev: &Device<SrdmaDevice>, c: &srdma_cqe) -> Wc {
+    let mut flags = 0;
+    if c.wc_flags & IBV_WC_GRH != 0 {
+        flags |= wc_flags::GRH;
+        if c.network_hdr_type != 0 {
+            flags |= wc_flags::WITH_NETWORK_HDR_TYPE;
+        }
+    }
+    if c.wc_flags & IBV_WC_WITH_IMM != 0 {
+        flags |= wc_flags::WITH_IMM;
+    }
+    if c.wc_flags & IBV_WC_WITH_INV != 0 {
+        flags |= wc_flags::WITH_INVALIDATE;
+    }
+    Wc {
+        wr_id: c.wr_id,
+        status: c.status,
+        opcode: c.opcode,
+        vendor_err: c.vendor_err,
+        byte_len: c.byte_len,
+        qp: dev.qps().lock().get(c.qp_num).and_then(|q| q.handle),
+        ex: c.imm_data,
+        src_qp: c.src_qp,
+        wc_flags: flags,
+        pkey_index: c.pkey_index,
+        slid: u32::from(c.slid),
+        sl: c.sl,
+        dlid_path_bits: c.dlid_path_bits,
+        port_num: crate::device::PORT,
+        network_hdr_type: c.network_hdr_type,
     }
 }
 
@@ -107,6 +203,7 @@ impl SrdmaCq {
     pub(crate) fn new(
         dev: &Device<SrdmaDevice>,
         attr: &CqInitAttr,
+        events: Arc<CqEvents>,
         user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<(Self, u32)> {
         if attr.flags != 0 {
@@ -114,14 +211,8 @@ impl SrdmaCq {
         }
         let ring = CqRing::new(attr.cqe, user.as_ref())?;
         let cq_id = dev.next_cq_id();
-        let db = match &user {
-            Some(user) => {
-                let uctx = user.ucontext;
-                Some(DbRecord::alloc(&uctx.db, |pages| uctx.insert_mmap(pages))?)
-            }
-            None => None,
-        };
-        let resp = ring.resp(db.as_ref(), cq_id);
+        let db = DbRecord::alloc_for(dev, user.as_ref())?;
+        let resp = ring.resp(&db, cq_id);
         let cqe = ring.cqe_cnt - 1;
         if let Some(mut user) = user {
             user.udata.write(&resp)?;
@@ -130,6 +221,8 @@ impl SrdmaCq {
             ring: KBox::pin_init(new_mutex!(ring), GFP_KERNEL)?,
             db,
             cq_id,
+            events,
+            overran: AtomicBool::new(false),
         };
         Ok((
             SrdmaCq {
@@ -150,10 +243,7 @@ impl SrdmaCq {
         let mut new = CqRing::new(cqe, user.as_ref())?;
         let mut ring = cq.ring.lock();
         // The consumer index is the process's word: bound what it claims by what was produced.
-        let consumer = match &cq.db {
-            Some(db) => db.load(0)?,
-            None => ring.producer,
-        };
+        let consumer = cq.db.load(DB_CQ_CI)?;
         let pending = ring.producer.wrapping_sub(consumer);
         if pending > ring.cqe_cnt {
             return Err(EINVAL);
@@ -171,11 +261,10 @@ impl SrdmaCq {
         }
         new.producer = pending;
         if let Some(mut user) = user {
-            user.udata.write(&new.resp(cq.db.as_ref(), cq.cq_id))?;
+            user.udata.write(&new.resp(&cq.db, cq.cq_id))?;
         }
-        if let Some(db) = &cq.db {
-            db.store(0, 0)?;
-        }
+        cq.db.store(DB_CQ_CI, 0)?;
+        cq.overran.store(false, Ordering::Relaxed);
         let real = new.cqe_cnt - 1;
         *ring = new;
         Ok(real)

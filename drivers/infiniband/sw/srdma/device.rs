@@ -9,9 +9,11 @@ use crate::{
     mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
     pd::SrdmaPd,
     qp::{QpShared, SrdmaQp, QPN_MAX, QPN_MIN},
+    doorbell::{new_pool, DbPool},
     srq::SrdmaSrq,
     table::{new_table, Table},
     ucontext::SrdmaUcontext,
+    worker::Worker,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -23,9 +25,10 @@ use kernel::{
             core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, LinkLayer, Mtu,
             PhysState, PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
         },
-        cq::{Cq, CqInitAttr},
+        cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
         driver::UcontextInit,
-        mr::{MrCreated, UserRegion},
+        mr::{DmaMemory, MrCreated, UserRegion},
+        wr::{RecvWrs, SendWrs},
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
         srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
@@ -34,7 +37,8 @@ use kernel::{
         udata::UData,
         Device, PortEvent,
     },
-    sync::Mutex,
+    sync::{Arc, Mutex},
+    types::ARef,
 };
 
 /// The only port of an srdma device.
@@ -56,11 +60,21 @@ pub(crate) struct SrdmaDevice {
     mrs: Table<MrShared>,
     /// Serialises the atomic operations that target this device's memory.
     atomics: Pin<KBox<Mutex<()>>>,
+    /// The doorbell records of kernel callers' queues (never mapped).
+    kernel_db: DbPool,
+    /// Processes the work that kernel callers post.
+    worker: Arc<Worker>,
 }
 
 impl SrdmaDevice {
-    pub(crate) fn new(guid: [u8; 8], port_active: bool) -> Result<Self> {
+    pub(crate) fn new(
+        guid: [u8; 8],
+        port_active: bool,
+        ndev: ARef<net::device::Device>,
+    ) -> Result<Self> {
         Ok(Self {
+            kernel_db: new_pool()?,
+            worker: Worker::new(ndev)?,
             guid,
             port_active: AtomicBool::new(port_active),
             next_cq_id: AtomicU32::new(0),
@@ -81,6 +95,14 @@ impl SrdmaDevice {
 
     pub(crate) fn atomics(&self) -> &Mutex<()> {
         &self.atomics
+    }
+
+    pub(crate) fn kernel_db(&self) -> &DbPool {
+        &self.kernel_db
+    }
+
+    pub(crate) fn worker(&self) -> &Arc<Worker> {
+        &self.worker
     }
 
     pub(crate) fn next_cq_id(&self) -> u32 {
@@ -154,8 +176,8 @@ impl rdma::Driver for SrdmaDevice {
         SrdmaMr::reg_user(pd, region, user)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<MrCreated<SrdmaMr>> {
-        SrdmaMr::dma(pd, access)
+    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: DmaMemory) -> Result<MrCreated<SrdmaMr>> {
+        SrdmaMr::dma(pd, access, mem)
     }
 
     fn create_srq(
@@ -187,9 +209,30 @@ impl rdma::Driver for SrdmaDevice {
     fn create_cq(
         dev: &Device<Self>,
         attr: &CqInitAttr,
+        events: Arc<CqEvents>,
         user: Option<User<'_, Self>>,
     ) -> Result<(SrdmaCq, u32)> {
-        SrdmaCq::new(dev, attr, user)
+        SrdmaCq::new(dev, attr, events, user)
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool> {
+        cq.shared.arm(flags)
+    }
+
+    fn poll_cq(cq: &Cq<Self>, wc: &mut WcWriter<'_>) -> Result {
+        cq.shared.poll(cq.device(), wc)
+    }
+
+    fn post_send(qp: &Qp<Self>, wrs: &mut SendWrs<'_, Self>) -> Result {
+        crate::kverbs::post_send(qp, wrs)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wrs: &mut RecvWrs<'_>) -> Result {
+        crate::kverbs::post_recv(qp, wrs)
+    }
+
+    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut RecvWrs<'_>) -> Result {
+        crate::kverbs::post_srq_recv(srq, wrs)
     }
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {

@@ -6,11 +6,14 @@
 //! A QP, SRQ or CQ takes one record; userspace writes its producer or consumer index there
 //! and the kernel reads it, treating the value as untrusted.
 
+use crate::device::SrdmaDevice;
 use kernel::{
     new_mutex,
     prelude::*,
     rdma::{
         mmap::{MmapEntry, SharedPages},
+        ucontext::User,
+        Device,
         uapi::{srdma_db_loc, SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE},
     },
     sync::{Arc, Mutex},
@@ -21,7 +24,8 @@ const WORDS: usize = RECORDS_PER_PAGE / 64;
 
 struct DbPage {
     mem: Arc<SharedPages>,
-    entry: MmapEntry,
+    /// The page's mapping, for pages of user contexts.
+    entry: Option<MmapEntry>,
     used: [u64; WORDS],
 }
 
@@ -48,11 +52,27 @@ pub(crate) struct DbRecord {
 }
 
 impl DbRecord {
+    /// Takes a record for a queue of `dev`: from the user context's pages for a process, from
+    /// the device's unmapped pages for a kernel caller.
+    pub(crate) fn alloc_for(
+        dev: &Device<SrdmaDevice>,
+        user: Option<&User<'_, SrdmaDevice>>,
+    ) -> Result<Self> {
+        match user {
+            Some(user) => {
+                let uctx = user.ucontext;
+                Self::alloc(&uctx.db, |pages| uctx.insert_mmap(pages).map(Some))
+            }
+            None => Self::alloc(dev.kernel_db(), |_| Ok(None)),
+        }
+    }
+
     /// Takes a free record, mapping a new page into the process when all are taken.
-    /// `publish` makes a new page mmap-able (it is the user context's `insert_mmap`).
+    /// `publish` makes a new page mmap-able (it is the user context's `insert_mmap`); for the
+    /// records of kernel callers' queues, which nobody maps, it returns `None`.
     pub(crate) fn alloc(
         pool: &DbPool,
-        publish: impl FnOnce(Arc<SharedPages>) -> Result<MmapEntry>,
+        publish: impl FnOnce(Arc<SharedPages>) -> Result<Option<MmapEntry>>,
     ) -> Result<Self> {
         let mut pages = pool.lock();
         let found = pages.pages.iter().enumerate().find_map(|(i, p)| {
@@ -82,7 +102,7 @@ impl DbRecord {
         p.used[slot / 64] |= 1 << (slot % 64);
         let rec = DbRecord {
             mem: p.mem.clone(),
-            key: p.entry.offset(),
+            key: p.entry.as_ref().map_or(0, |e| e.offset()),
             page,
             slot,
             pool: pool.clone(),

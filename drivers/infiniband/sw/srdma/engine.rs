@@ -25,7 +25,7 @@ use kernel::{
         uapi::{
             srdma_cqe, srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud,
             SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_INLINE,
-            SRDMA_WQE_SIGNALED,
+            SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
         },
         Device, DeviceRef,
     },
@@ -126,7 +126,6 @@ fn resolve(
     if addr < mr.iova || end > mr.iova.checked_add(mr.length)? {
         return None;
     }
-    mr.umem.as_ref()?;
     Some((mr.clone(), usize::try_from(addr - mr.iova).ok()?))
 }
 
@@ -140,8 +139,8 @@ fn cqe(wr_id: u64, status: u32, opcode: u32, qp_num: u32) -> srdma_cqe {
     }
 }
 
-fn complete(cq: &crate::cq::CqShared, cqe: &srdma_cqe) {
-    if cq.push(cqe).is_err() {
+fn complete(cq: &crate::cq::CqShared, cqe: &srdma_cqe, solicited: bool) {
+    if cq.push(cqe, solicited).is_err() {
         if warn_allowed() {
             pr_warn!("CQ overrun: a completion of QP {} is lost\n", cqe.qp_num);
         }
@@ -151,9 +150,7 @@ fn complete(cq: &crate::cq::CqShared, cqe: &srdma_cqe) {
 /// Completes every WQE between `*ci` and the producer index at `pi_field` of the doorbell
 /// record with `WR_FLUSH_ERR`, as a QP in the error state does, and advances `*ci`.
 pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
-    let Some(db) = &q.db else {
-        return;
-    };
+    let db = &q.db;
     let (ring, pi_field, ci_field, cq, opcode) = match (send, &q.rq) {
         (true, _) => (&q.sq, DB_SQ_PI, DB_SQ_CI, &q.send_cq, WC_SEND),
         (false, Some(rq)) => (rq, DB_RQ_PI, DB_RQ_CI, &q.recv_cq, WC_RECV),
@@ -168,25 +165,29 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
         let off = (*ci & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
         // The wr_id is the first field of both SQ and RQ WQEs.
         let wr_id = ring.mem.read_obj::<u64>(off).unwrap_or(0);
-        complete(cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn));
+        complete(cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn), false);
         *ci = ci.wrapping_add(1);
     }
     *ci = pi;
     let _ = db.store(ci_field, *ci);
 }
 
-/// Processes the SQ of a user QP up to the producer index its doorbell record shows.
+/// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
+/// doorbell kick), in the process's own syscall.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
-    let dev = qp.device();
-    let q = &qp.shared;
-    let db = q.db.as_ref().ok_or(EINVAL)?;
-    let mut ci = q.sq_ci.lock();
+    let mut ci = qp.shared.sq_ci.lock();
+    process_sq(qp.device(), &qp.shared, &mut ci)
+}
+
+/// Processes the SQ of `q` from `*ci` (its locked consumer index) up to the producer index.
+pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &QpShared, ci: &mut u32) -> Result {
+    let db = &q.db;
     let attr = *q.attr.lock();
     match attr.qp_state {
         QpState::Rts => {}
         // Work posted to a QP in the error state completes as flushed.
         QpState::Err => {
-            flush(q, true, &mut ci);
+            flush(q, true, ci);
             return Ok(());
         }
         _ => return Err(EINVAL),
@@ -200,7 +201,7 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
                 q.qpn
             );
         }
-        q.attr.lock().qp_state = QpState::Err;
+        q.enter_error();
         return Err(EINVAL);
     }
     let mut failed = false;
@@ -216,10 +217,10 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
         db.store(DB_SQ_CI, *ci)?;
         let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
         if status != WC_SUCCESS || signaled {
-            complete(&q.send_cq, &cqe(ctrl.wr_id, status, opcode, q.qpn));
+            complete(&q.send_cq, &cqe(ctrl.wr_id, status, opcode, q.qpn), false);
         }
         if status != WC_SUCCESS && !failed {
-            q.attr.lock().qp_state = QpState::Err;
+            q.enter_error();
             failed = true;
         }
     }
@@ -277,8 +278,12 @@ fn execute(
     };
     let imm =
         matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM).then_some(ctrl.imm_data);
+    let solicited = ctrl.flags & SRDMA_WQE_SOLICITED as u8 != 0;
     let result = match ctrl.opcode {
-        WR_SEND | WR_SEND_WITH_IMM => deliver(&dest, &Message::new(&data, imm, q.qpn, WC_RECV)),
+        WR_SEND | WR_SEND_WITH_IMM => deliver(
+            &dest,
+            &Message::new(&data, imm, solicited, q.qpn, WC_RECV),
+        ),
         _ => {
             let remote: srdma_wqe_remote = match q.sq.mem.read_obj(off + 32) {
                 Ok(r) => r,
@@ -294,13 +299,14 @@ fn execute(
             ) else {
                 return (WC_REM_ACCESS_ERR, wc_op);
             };
-            if let Some(umem) = &mr.umem {
-                if umem.write(moff, &data).is_err() {
-                    return (WC_REM_ACCESS_ERR, wc_op);
-                }
+            if mr.mem.write(moff, &data).is_err() {
+                return (WC_REM_ACCESS_ERR, wc_op);
             }
             match imm {
-                Some(_) => deliver(&dest, &Message::new(&[], imm, q.qpn, WC_RECV_RDMA_WITH_IMM)),
+                Some(_) => deliver(
+                    &dest,
+                    &Message::new(&[], imm, solicited, q.qpn, WC_RECV_RDMA_WITH_IMM),
+                ),
                 None => Ok(()),
             }
         }
@@ -373,7 +379,8 @@ fn send_ud(
         return WC_LOC_QP_OP_ERR;
     }
     let imm = (ctrl.opcode == WR_SEND_WITH_IMM).then_some(ctrl.imm_data);
-    let mut m = Message::new(&msg, imm, q.qpn, WC_RECV);
+    let solicited = ctrl.flags & SRDMA_WQE_SOLICITED as u8 != 0;
+    let mut m = Message::new(&msg, imm, solicited, q.qpn, WC_RECV);
     m.network_hdr_type = Some(if grh::is_v4_mapped(&sgid) && grh::is_v4_mapped(&ud.dgid) {
         NETWORK_IPV4
     } else {
@@ -444,9 +451,7 @@ fn read_or_atomic(
     ) else {
         return WC_REM_ACCESS_ERR;
     };
-    let Some(umem) = mr.umem.as_ref() else {
-        return WC_REM_ACCESS_ERR;
-    };
+    let umem = &mr.mem;
     let mut data = KVec::new();
     if data.extend_with(total as usize, 0, GFP_KERNEL).is_err() {
         return WC_LOC_QP_OP_ERR;
@@ -488,10 +493,7 @@ fn read_or_atomic(
         ) else {
             return WC_LOC_PROT_ERR;
         };
-        let Some(lumem) = lmr.umem.as_ref() else {
-            return WC_LOC_PROT_ERR;
-        };
-        if lumem.write(loff, &rest[..len]).is_err() {
+        if lmr.mem.write(loff, &rest[..len]).is_err() {
             return WC_LOC_PROT_ERR;
         }
         rest = &rest[len..];
@@ -538,8 +540,8 @@ fn gather(
         let start = data.len();
         data.extend_with(sge.length as usize, 0, GFP_KERNEL)
             .map_err(|_| WC_LOC_QP_OP_ERR)?;
-        let umem = mr.umem.as_ref().ok_or(WC_LOC_PROT_ERR)?;
-        umem.read(moff, &mut data[start..])
+        mr.mem
+            .read(moff, &mut data[start..])
             .map_err(|_| WC_LOC_PROT_ERR)?;
     }
     Ok(data)
@@ -550,6 +552,8 @@ struct Message<'a> {
     /// The payload; for UD it starts with the GRH area.
     data: &'a [u8],
     imm: Option<u32>,
+    /// The sender asked for a solicited event.
+    solicited: bool,
     src_qpn: u32,
     wc_opcode: u32,
     /// For UD: the network header type the GRH area holds.
@@ -557,10 +561,17 @@ struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
-    fn new(data: &'a [u8], imm: Option<u32>, src_qpn: u32, wc_opcode: u32) -> Self {
+    fn new(
+        data: &'a [u8],
+        imm: Option<u32>,
+        solicited: bool,
+        src_qpn: u32,
+        wc_opcode: u32,
+    ) -> Self {
         Self {
             data,
             imm,
+            solicited,
             src_qpn,
             wc_opcode,
             network_hdr_type: None,
@@ -573,16 +584,13 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     let data = msg.data;
     let d = &dest.qp;
     // Receive WQEs come from the QP's own RQ or from its SRQ.
-    let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq, &d.db) {
-        (Some(srq), _, _) => match &srq.db {
-            Some(db) => (&srq.ring, db, &srq.ci, srq.max_sge),
-            None => return Err(Refused::Unreachable),
-        },
-        (None, Some(rq), Some(db)) => (rq, db, &d.rq_ci, d.cap.max_recv_sge),
-        _ => return Err(Refused::Unreachable),
+    let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
+        (Some(srq), _) => (&srq.ring, &srq.db, &srq.ci, srq.max_sge),
+        (None, Some(rq)) => (rq, &d.db, &d.rq_ci, d.cap.max_recv_sge),
+        (None, None) => return Err(Refused::Unreachable),
     };
     let mut ci = ci_lock.lock();
-    if !matches!(d.attr.lock().qp_state, QpState::Rtr | QpState::Rts) {
+    if !matches!(d.state(), QpState::Rtr | QpState::Rts) {
         return Err(Refused::Unreachable);
     }
     let pi = db.load(DB_RQ_PI).map_err(|_| Refused::Unreachable)?;
@@ -597,7 +605,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
                 d.qpn
             );
         }
-        d.attr.lock().qp_state = QpState::Err;
+        d.enter_error();
         return Err(Refused::Unreachable);
     }
     let off = (*ci & (rq.wqe_cnt - 1)) as usize * rq.wqe_size as usize;
@@ -619,11 +627,11 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     if result.is_err() {
         wc.status = WC_LOC_LEN_ERR;
     }
-    complete(&d.recv_cq, &wc);
+    complete(&d.recv_cq, &wc, msg.solicited);
     if result.is_err() {
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
-        d.attr.lock().qp_state = QpState::Err;
+        d.enter_error();
         if d.srq.is_none() {
             flush(d, false, &mut ci);
         }
@@ -665,8 +673,8 @@ fn scatter(
             len as u64,
         )
         .ok_or(Refused::Length)?;
-        let umem = mr.umem.as_ref().ok_or(Refused::Length)?;
-        umem.write(moff, &data[..len])
+        mr.mem
+            .write(moff, &data[..len])
             .map_err(|_| Refused::Length)?;
         data = &data[len..];
     }

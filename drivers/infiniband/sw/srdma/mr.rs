@@ -6,7 +6,7 @@ use crate::{device::SrdmaDevice, params::MAX_MR_SIZE, table::Reservation};
 use kernel::{
     prelude::*,
     rdma::{
-        mr::{access, MrCreated, Umem, UserRegion},
+        mr::{access, DmaMemory, MrCreated, Umem, UserRegion},
         pd::Pd,
         ucontext::User,
     },
@@ -25,12 +25,37 @@ const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
     | access::REMOTE_ATOMIC
     | access::OPTIONAL;
 
+/// The memory behind an MR.
+pub(crate) enum MrMem {
+    /// Pinned user pages.
+    User(Umem),
+    /// Kernel callers' memory, addressed by kernel virtual address (the MR's iova is 0).
+    Kernel(DmaMemory),
+}
+
+impl MrMem {
+    /// Copies `dst.len()` bytes at byte `offset` of the MR into `dst`.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        match self {
+            MrMem::User(umem) => umem.read(offset, dst),
+            MrMem::Kernel(mem) => mem.read(offset as u64, dst),
+        }
+    }
+
+    /// Copies `src` to byte `offset` of the MR.
+    pub(crate) fn write(&self, offset: usize, src: &[u8]) -> Result {
+        match self {
+            MrMem::User(umem) => umem.write(offset, src),
+            MrMem::Kernel(mem) => mem.write(offset as u64, src),
+        }
+    }
+}
+
 /// What the data path needs of an MR, found by key.
 pub(crate) struct MrShared {
     /// The PD the MR belongs to.
     pub(crate) pd_id: u32,
-    /// The pinned pages; `None` for the DMA MR of kernel callers.
-    pub(crate) umem: Option<Umem>,
+    pub(crate) mem: MrMem,
     /// The address peers and work requests use for the first byte.
     pub(crate) iova: u64,
     pub(crate) length: u64,
@@ -76,7 +101,7 @@ impl SrdmaMr {
             pd,
             MrShared {
                 pd_id: pd.id(),
-                umem: Some(umem),
+                mem: MrMem::User(umem),
                 iova: region.iova,
                 length: region.length,
                 access: region.access,
@@ -84,7 +109,11 @@ impl SrdmaMr {
         )
     }
 
-    pub(crate) fn dma(pd: &Pd<SrdmaDevice>, access: u32) -> Result<MrCreated<Self>> {
+    pub(crate) fn dma(
+        pd: &Pd<SrdmaDevice>,
+        access: u32,
+        mem: DmaMemory,
+    ) -> Result<MrCreated<Self>> {
         if access & !SUPPORTED_ACCESS != 0 {
             return Err(EOPNOTSUPP);
         }
@@ -92,7 +121,7 @@ impl SrdmaMr {
             pd,
             MrShared {
                 pd_id: pd.id(),
-                umem: None,
+                mem: MrMem::Kernel(mem),
                 iova: 0,
                 length: u64::MAX,
                 access,

@@ -10,22 +10,26 @@ use crate::{
     table::Reservation,
 };
 use kernel::{
-    new_mutex,
+    new_mutex, new_spinlock,
     prelude::*,
     rdma::{
         mmap::{MmapEntry, SharedPages},
         pd::Pd,
-        qp::{modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr, QpState, QpType},
+        qp::{
+            modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpHandle, QpInitAttr, QpState,
+            QpType,
+        },
         uapi::{
-            srdma_create_qp_resp, srdma_db_loc, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
+            srdma_create_qp_resp, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
             SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE,
         },
         ucontext::User,
         udata::UData,
         Device,
     },
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, SpinLock},
 };
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// `IB_ACCESS_*` rights a QP may grant to incoming RDMA.
 const QP_ACCESS_FLAGS: u32 = 1 | 2 | 4 | 8;
@@ -61,8 +65,15 @@ pub(crate) struct QpShared {
     pub(crate) sq: Ring,
     pub(crate) rq: Option<Ring>,
     pub(crate) attr: Pin<KBox<Mutex<QpAttr>>>,
-    /// The producer and consumer indices, for user QPs.
-    pub(crate) db: Option<DbRecord>,
+    /// `attr.qp_state`, readable where the mutex cannot be taken (kernel callers' posts).
+    state: AtomicU32,
+    /// Serialises kernel callers' posts, which may come in atomic context.
+    pub(crate) kpost: Pin<KBox<SpinLock<()>>>,
+    /// The producer and consumer indices: the producer indices written by the process for
+    /// user QPs, by `post_send`/`post_recv` for kernel callers' QPs.
+    pub(crate) db: DbRecord,
+    /// What kernel callers' completions name the QP by; `None` for user QPs.
+    pub(crate) handle: Option<QpHandle>,
     /// The next SQ WQE the kernel takes; the lock serialises the SQ's processing.
     pub(crate) sq_ci: Pin<KBox<Mutex<u32>>>,
     /// The next RQ WQE the kernel takes; the lock serialises deliveries to this QP.
@@ -73,6 +84,26 @@ pub(crate) struct QpShared {
     pub(crate) srq: Option<Arc<crate::srq::SrqShared>>,
 }
 
+impl QpShared {
+    /// The QP's state, as last set.
+    pub(crate) fn state(&self) -> QpState {
+        QpState::from_raw(self.state.load(Ordering::Acquire)).unwrap_or(QpState::Err)
+    }
+
+    /// Sets the state in `attr` (the locked attributes) and its lock-free copy.
+    fn set_state(&self, attr: &mut QpAttr, state: QpState) {
+        attr.qp_state = state;
+        attr.cur_qp_state = state;
+        self.state.store(state as u32, Ordering::Release);
+    }
+
+    /// Moves the QP to the error state, as the data path does when a work request fails.
+    pub(crate) fn enter_error(&self) {
+        let mut attr = self.attr.lock();
+        self.set_state(&mut attr, QpState::Err);
+    }
+}
+
 /// Byte offsets in a QP's doorbell record (`struct srdma_qp_db`).
 pub(crate) const DB_SQ_PI: usize = 0;
 pub(crate) const DB_RQ_PI: usize = 4;
@@ -81,6 +112,8 @@ pub(crate) const DB_RQ_CI: usize = 12;
 
 /// QP numbers 0 and 1 are the special QPs; numbers below 16 stay unused, as on other devices.
 pub(crate) const QPN_MIN: u32 = 16;
+/// The number of the general services QP, which ib_mad creates for kernel callers.
+pub(crate) const QPN_GSI: u32 = 1;
 pub(crate) const QPN_MAX: u32 = 0xff_ffff;
 
 /// srdma's part of a queue pair.
@@ -111,6 +144,8 @@ impl SrdmaQp {
     ) -> Result<QpCreated<Self>> {
         match attr.qp_type {
             QpType::Rc | QpType::Uc | QpType::Ud => {}
+            // RoCE has no subnet management QP; the GSI QP is for ib_mad.
+            QpType::Gsi if user.is_none() && attr.port_num == PORT => {}
             _ => return Err(EOPNOTSUPP),
         }
         if attr.create_flags != 0 {
@@ -151,7 +186,7 @@ impl SrdmaQp {
         };
 
         let dev: &Device<SrdmaDevice> = pd.device();
-        let mut db = None;
+        let db = DbRecord::alloc_for(dev, user.as_ref())?;
         let (mut sq_entry, mut rq_entry) = (None, None);
         let mut resp = srdma_create_qp_resp {
             sq_mmap_key: 0,
@@ -164,13 +199,10 @@ impl SrdmaQp {
             rq_wqe_size: rq.as_ref().map_or(0, |r| r.wqe_size),
             max_inline_data: cap.max_inline_data,
             reserved: 0,
-            db: srdma_db_loc::default(),
+            db: db.location(),
         };
         if let Some(user) = &user {
             let uctx = user.ucontext;
-            let rec = DbRecord::alloc(&uctx.db, |pages| uctx.insert_mmap(pages))?;
-            resp.db = rec.location();
-            db = Some(rec);
             let e = uctx.insert_mmap(sq.mem.clone())?;
             resp.sq_mmap_key = e.offset();
             sq_entry = Some(e);
@@ -181,7 +213,11 @@ impl SrdmaQp {
             }
         }
 
-        let reservation = Reservation::new(dev.qps())?;
+        let reservation = if attr.qp_type == QpType::Gsi {
+            Reservation::fixed(dev.qps(), QPN_GSI)?
+        } else {
+            Reservation::new(dev.qps())?
+        };
         let qpn = reservation.id();
         let shared = Arc::new(
             QpShared {
@@ -193,6 +229,9 @@ impl SrdmaQp {
                 sq,
                 rq,
                 attr: KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?,
+                state: AtomicU32::new(QpState::Reset as u32),
+                kpost: KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?,
+                handle: user.is_none().then_some(attr.handle),
                 db,
                 sq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
                 rq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
@@ -306,13 +345,15 @@ impl SrdmaQp {
             new = QpAttr::default();
             *sq_ci = 0;
             *rq_ci = 0;
-            if let Some(db) = &shared.db {
-                db.store(DB_SQ_CI, 0)?;
-                db.store(DB_RQ_CI, 0)?;
+            shared.db.store(DB_SQ_CI, 0)?;
+            shared.db.store(DB_RQ_CI, 0)?;
+            if shared.handle.is_some() {
+                // A kernel caller's producer indices are the kernel's too.
+                shared.db.store(DB_SQ_PI, 0)?;
+                shared.db.store(DB_RQ_PI, 0)?;
             }
         }
-        new.qp_state = next;
-        new.cur_qp_state = next;
+        shared.set_state(&mut new, next);
         *cur = new;
         drop(cur);
         if next == QpState::Err && cur_state != QpState::Err {

@@ -15,6 +15,7 @@ mod device;
 mod doorbell;
 mod engine;
 mod grh;
+mod kverbs;
 mod link;
 mod mr;
 mod params;
@@ -23,6 +24,7 @@ mod qp;
 mod srq;
 mod table;
 mod ucontext;
+mod worker;
 
 module! {
     type: SrdmaModule,

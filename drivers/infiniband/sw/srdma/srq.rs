@@ -5,7 +5,7 @@
 use crate::{device::SrdmaDevice, doorbell::DbRecord, params::*, qp::Ring};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    new_mutex,
+    new_mutex, new_spinlock,
     prelude::*,
     rdma::{
         mmap::MmapEntry,
@@ -15,7 +15,7 @@ use kernel::{
         ucontext::User,
         udata::UData,
     },
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, SpinLock},
 };
 
 static NEXT_SRQ_NUM: AtomicU32 = AtomicU32::new(1);
@@ -24,10 +24,12 @@ static NEXT_SRQ_NUM: AtomicU32 = AtomicU32::new(1);
 pub(crate) struct SrqShared {
     pub(crate) ring: Ring,
     /// The producer and consumer indices (`rq_pi`, `rq_ci` of `struct srdma_qp_db`).
-    pub(crate) db: Option<DbRecord>,
+    pub(crate) db: DbRecord,
     /// The next receive WQE; the lock serialises deliveries from all QPs on the SRQ.
     pub(crate) ci: Pin<KBox<Mutex<u32>>>,
     pub(crate) max_sge: u32,
+    /// Serialises kernel callers' posts, which may come in atomic context.
+    pub(crate) kpost: Pin<KBox<SpinLock<()>>>,
 }
 
 /// srdma's part of a shared receive queue.
@@ -39,7 +41,7 @@ pub(crate) struct SrdmaSrq {
 
 impl SrdmaSrq {
     pub(crate) fn new(
-        _pd: &Pd<SrdmaDevice>,
+        pd: &Pd<SrdmaDevice>,
         srq_type: SrqType,
         attr: &SrqAttr,
         user: Option<User<'_, SrdmaDevice>>,
@@ -58,10 +60,10 @@ impl SrdmaSrq {
             max_sge: attr.max_sge,
             srq_limit: 0,
         };
-        let (mut db, mut entry) = (None, None);
+        let db = DbRecord::alloc_for(pd.device(), user.as_ref())?;
+        let mut entry = None;
         if let Some(mut user) = user {
             let uctx = user.ucontext;
-            let rec = DbRecord::alloc(&uctx.db, |pages| uctx.insert_mmap(pages))?;
             let e = uctx.insert_mmap(ring.mem.clone())?;
             let resp = srdma_create_srq_resp {
                 rq_mmap_key: e.offset(),
@@ -69,10 +71,9 @@ impl SrdmaSrq {
                 rq_wqe_cnt: wqe_cnt,
                 rq_wqe_size: wqe_size,
                 srq_num: NEXT_SRQ_NUM.fetch_add(1, Ordering::Relaxed) & 0xff_ffff,
-                db: rec.location(),
+                db: db.location(),
             };
             user.udata.write(&resp)?;
-            db = Some(rec);
             entry = Some(e);
         }
         let shared = SrqShared {
@@ -80,6 +81,7 @@ impl SrdmaSrq {
             db,
             ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
             max_sge: attr.max_sge,
+            kpost: KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?,
         };
         Ok((
             SrdmaSrq {

@@ -64,6 +64,20 @@ impl<V: Send + Sync> Reservation<V> {
         Err(ENOMEM)
     }
 
+    /// Takes the number `id`, outside the table's range (for well-known numbers); fails with
+    /// `EBUSY` if it is taken.
+    pub(crate) fn fixed(table: &Table<V>, id: u32) -> Result<Self> {
+        let mut t = table.lock();
+        if t.ids.get(&id).is_some() {
+            return Err(EBUSY);
+        }
+        t.ids.try_create_and_insert(id, None, GFP_KERNEL)?;
+        Ok(Self {
+            table: table.clone(),
+            id,
+        })
+    }
+
     pub(crate) fn id(&self) -> u32 {
         self.id
     }

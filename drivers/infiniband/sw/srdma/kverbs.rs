@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Work requests and completions of kernel callers (ib_post_send, ib_post_recv, ib_poll_cq,
+//! ib_req_notify_cq): they become the same WQEs that processes write into their rings, so one
+//! engine serves both.
+//!
+//! Posting may happen in atomic context: it only writes the rings (under a spinlock) and hands
+//! send queues to the device's worker.
+
+use crate::{
+    device::SrdmaDevice,
+    params::MAX_INLINE_DATA,
+    qp::{QpShared, Ring, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
+};
+use kernel::{
+    prelude::*,
+    rdma::{
+        qp::{Qp, QpState},
+        srq::Srq,
+        uapi::{
+            srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud,
+            SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_FENCE,
+            SRDMA_WQE_INLINE, SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
+        },
+    },
+    sync::SpinLock,
+};
+
+const HDR: usize = SRDMA_SQ_WQE_HDR_SIZE as usize;
+const SGE: usize = SRDMA_SGE_SIZE as usize;
+const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;
+/// The remote or UD segment follows the control segment.
+const SEG: usize = core::mem::size_of::<srdma_wqe_ctrl>();
+
+type SendWr<'a> = kernel::rdma::wr::SendWr<'a, SrdmaDevice>;
+
+fn sge_of(s: kernel::rdma::wr::Sge) -> srdma_sge {
+    srdma_sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    }
+}
+
+/// Writes the WQE for `wr` into the SQ slot at byte `off`.
+fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
+    use kernel::rdma::wr::{opcode as op, send_flags as sf};
+    // The kernel's opcode numbers are the user ABI's for the operations srdma implements.
+    let opcode = match wr.opcode() {
+        op::SEND
+        | op::SEND_WITH_IMM
+        | op::RDMA_WRITE
+        | op::RDMA_WRITE_WITH_IMM
+        | op::RDMA_READ
+        | op::ATOMIC_CMP_AND_SWP
+        | op::ATOMIC_FETCH_AND_ADD => wr.opcode() as u8,
+        _ => return Err(EINVAL),
+    };
+    let f = wr.send_flags();
+    let mut flags = 0u8;
+    for (bit, ours) in [
+        (sf::SIGNALED, SRDMA_WQE_SIGNALED),
+        (sf::SOLICITED, SRDMA_WQE_SOLICITED),
+        (sf::FENCE, SRDMA_WQE_FENCE),
+    ] {
+        if f & bit != 0 {
+            flags |= ours as u8;
+        }
+    }
+    let mut ctrl = srdma_wqe_ctrl {
+        wr_id: wr.wr_id(),
+        opcode,
+        flags,
+        imm_data: wr.ex(),
+        ..Default::default()
+    };
+    let mem = &q.sq.mem;
+    let area = q.sq.wqe_size as usize - HDR;
+    if f & sf::INLINE != 0 {
+        let mut buf = [0u8; MAX_INLINE_DATA as usize];
+        let cap = (q.cap.max_inline_data as usize).min(buf.len()).min(area);
+        let len = wr.copy_inline(&mut buf[..cap])?;
+        mem.write(off + HDR, &buf[..len])?;
+        ctrl.flags |= SRDMA_WQE_INLINE as u8;
+        ctrl.inline_len = len as u32;
+    } else {
+        let n = wr.num_sge();
+        if n > q.cap.max_send_sge as usize || n * SGE > area {
+            return Err(EINVAL);
+        }
+        for i in 0..n {
+            let s = wr.sge(i).ok_or(EINVAL)?;
+            mem.write_obj(off + HDR + i * SGE, &sge_of(s))?;
+        }
+        ctrl.num_sge = n as u16;
+    }
+    if let Some((remote_addr, rkey)) = wr.rdma() {
+        let seg = srdma_wqe_remote {
+            remote_addr,
+            rkey,
+            ..Default::default()
+        };
+        mem.write_obj(off + SEG, &seg)?;
+    } else if let Some((remote_addr, compare_add, swap, rkey)) = wr.atomic() {
+        let seg = srdma_wqe_remote {
+            remote_addr,
+            rkey,
+            compare_add,
+            swap,
+            ..Default::default()
+        };
+        mem.write_obj(off + SEG, &seg)?;
+    }
+    if matches!(
+        q.qp_type,
+        kernel::rdma::qp::QpType::Ud | kernel::rdma::qp::QpType::Gsi
+    ) {
+        let ud = wr.ud().ok_or(EINVAL)?;
+        let av = &ud.ah.attr;
+        let seg = srdma_wqe_ud {
+            remote_qpn: ud.remote_qpn,
+            remote_qkey: ud.remote_qkey,
+            dgid: av.dgid,
+            sgid_index: av.sgid_index,
+            hop_limit: av.hop_limit,
+            traffic_class: av.traffic_class,
+            sl: av.sl,
+            flow_label: av.flow_label,
+        };
+        mem.write_obj(off + SEG, &seg)?;
+    }
+    // The control segment last, as a process writes it.
+    mem.write_obj(off, &ctrl)
+}
+
+/// `post_send` of kernel callers.
+pub(crate) fn post_send(
+    qp: &Qp<SrdmaDevice>,
+    wrs: &mut kernel::rdma::wr::SendWrs<'_, SrdmaDevice>,
+) -> Result {
+    let q = &qp.shared;
+    if matches!(q.state(), QpState::Reset | QpState::Init | QpState::Rtr) {
+        return Err(EINVAL);
+    }
+    let mut result = Ok(());
+    let mut posted = 0;
+    {
+        let _guard = q.kpost.lock();
+        let ci = q.db.load(DB_SQ_CI)?;
+        let mut pi = q.db.load(DB_SQ_PI)?;
+        for wr in wrs.by_ref() {
+            if pi.wrapping_sub(ci) >= q.sq.wqe_cnt {
+                result = Err(ENOMEM);
+                break;
+            }
+            let off = (pi & (q.sq.wqe_cnt - 1)) as usize * q.sq.wqe_size as usize;
+            if let Err(e) = write_send_wqe(q, &wr, off) {
+                result = Err(e);
+                break;
+            }
+            pi = pi.wrapping_add(1);
+            posted += 1;
+        }
+        q.db.store(DB_SQ_PI, pi)?;
+    }
+    if posted > 0 {
+        qp.device().worker().schedule(qp.shared.clone())?;
+    }
+    result
+}
+
+/// Writes receive WQEs into `ring`, whose producer and consumer indices are at `DB_RQ_PI` and
+/// `DB_RQ_CI` of `db`.
+fn post_recv_ring(
+    ring: &Ring,
+    db: &crate::doorbell::DbRecord,
+    lock: &SpinLock<()>,
+    max_sge: u32,
+    wrs: &mut kernel::rdma::wr::RecvWrs<'_>,
+) -> Result {
+    let _guard = lock.lock();
+    let ci = db.load(DB_RQ_CI)?;
+    let mut pi = db.load(DB_RQ_PI)?;
+    let mut result = Ok(());
+    for wr in wrs.by_ref() {
+        let n = wr.num_sge();
+        if n > max_sge as usize || RQ_HDR + n * SGE > ring.wqe_size as usize {
+            result = Err(EINVAL);
+            break;
+        }
+        if pi.wrapping_sub(ci) >= ring.wqe_cnt {
+            result = Err(ENOMEM);
+            break;
+        }
+        let off = (pi & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
+        for i in 0..n {
+            let s = wr.sge(i).ok_or(EINVAL)?;
+            ring.mem.write_obj(off + RQ_HDR + i * SGE, &sge_of(s))?;
+        }
+        let hdr = srdma_rq_wqe_hdr {
+            wr_id: wr.wr_id(),
+            num_sge: n as u32,
+            reserved: 0,
+        };
+        ring.mem.write_obj(off, &hdr)?;
+        pi = pi.wrapping_add(1);
+    }
+    db.store(DB_RQ_PI, pi)?;
+    result
+}
+
+/// `post_recv` of kernel callers.
+pub(crate) fn post_recv(
+    qp: &Qp<SrdmaDevice>,
+    wrs: &mut kernel::rdma::wr::RecvWrs<'_>,
+) -> Result {
+    let q = &qp.shared;
+    let rq = q.rq.as_ref().ok_or(EINVAL)?;
+    if q.state() == QpState::Reset {
+        return Err(EINVAL);
+    }
+    post_recv_ring(rq, &q.db, &q.kpost, q.cap.max_recv_sge, wrs)
+}
+
+/// `post_srq_recv` of kernel callers.
+pub(crate) fn post_srq_recv(
+    srq: &Srq<SrdmaDevice>,
+    wrs: &mut kernel::rdma::wr::RecvWrs<'_>,
+) -> Result {
+    let s = &srq.shared;
+    post_recv_ring(&s.ring, &s.db, &s.kpost, s.max_sge, wrs)
+}

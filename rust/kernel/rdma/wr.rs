@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work requests of kernel callers (`struct ib_send_wr`, `struct ib_recv_wr` and the structs
+//! that extend a send work request by its opcode).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
+
+use super::{ah::Ah, driver::Driver};
+use crate::{bindings, prelude::*};
+use core::marker::PhantomData;
+
+/// `enum ib_wr_opcode` values of kernel work requests.
+pub mod opcode {
+    use crate::bindings;
+    /// RDMA WRITE.
+    pub const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
+    /// RDMA WRITE with immediate data.
+    pub const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+    /// SEND.
+    pub const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND;
+    /// SEND with immediate data.
+    pub const SEND_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+    /// RDMA READ.
+    pub const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
+    /// Atomic compare and swap.
+    pub const ATOMIC_CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+    /// Atomic fetch and add.
+    pub const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/// `enum ib_send_flags` values.
+pub mod send_flags {
+    use crate::bindings;
+    /// Fence: wait for earlier reads and atomics.
+    pub const FENCE: u32 = bindings::ib_send_flags_IB_SEND_FENCE as u32;
+    /// Write a completion.
+    pub const SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+    /// The receiver's completion is solicited.
+    pub const SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
+    /// The payload is copied when posting; the SGEs are kernel virtual addresses.
+    pub const INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+}
+
+/// A scatter/gather entry (`struct ib_sge`).
+#[derive(Clone, Copy, Debug)]
+pub struct Sge {
+    /// Address: for kernel callers of a device using virtual DMA, a kernel virtual address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The local key of the MR that covers the buffer.
+    pub lkey: u32,
+}
+
+/// Reads entry `i` of an SGE list of `num` entries.
+///
+/// # Safety
+///
+/// `list` must point to `num` valid entries when `num > 0`.
+unsafe fn sge_at(list: *const bindings::ib_sge, num: i32, i: usize) -> Option<Sge> {
+    if i >= usize::try_from(num).ok()? {
+        return None;
+    }
+    // SAFETY: `i < num` entries are valid (caller guarantee).
+    let s = unsafe { &*list.add(i) };
+    Some(Sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    })
+}
+
+/// The destination of a UD send (`struct ib_ud_wr`).
+pub struct UdDest<'a, T: Driver> {
+    /// The address handle.
+    pub ah: &'a Ah<T>,
+    /// The destination QP number.
+    pub remote_qpn: u32,
+    /// The Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// A send work request of a kernel caller.
+///
+/// # Invariants
+///
+/// `wr` is valid for `'a`; if `ud` is set it is the `wr` member of a `struct ib_ud_wr` (the
+/// QP is a UD or GSI QP of `T`).
+pub struct SendWr<'a, T: Driver> {
+    wr: &'a bindings::ib_send_wr,
+    ud: bool,
+    _p: PhantomData<T>,
+}
+
+impl<'a, T: Driver> SendWr<'a, T> {
+    /// The caller's `wr_id` (or `wr_cqe`; both share the storage and come back in the CQE).
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: Both members of the union are 64-bit plain data.
+        unsafe { self.wr.__bindgen_anon_1.wr_id }
+    }
+
+    /// `enum ib_wr_opcode` ([`opcode`]).
+    pub fn opcode(&self) -> u32 {
+        self.wr.opcode
+    }
+
+    /// `enum ib_send_flags` ([`send_flags`]).
+    pub fn send_flags(&self) -> u32 {
+        self.wr.send_flags as u32
+    }
+
+    /// Immediate data (network order) or the rkey to invalidate.
+    pub fn ex(&self) -> u32 {
+        // SAFETY: Both members of the union are 32-bit plain data.
+        unsafe { self.wr.ex.imm_data }
+    }
+
+    /// The number of SGEs.
+    pub fn num_sge(&self) -> usize {
+        usize::try_from(self.wr.num_sge).unwrap_or(0)
+    }
+
+    /// SGE `i`.
+    pub fn sge(&self, i: usize) -> Option<Sge> {
+        // SAFETY: ib_core callers pass `num_sge` valid entries in `sg_list`.
+        unsafe { sge_at(self.wr.sg_list, self.wr.num_sge, i) }
+    }
+
+    /// The remote address and rkey of an RDMA WRITE or READ (`struct ib_rdma_wr`).
+    pub fn rdma(&self) -> Option<(u64, u32)> {
+        if !matches!(
+            self.opcode(),
+            opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ
+        ) || self.ud
+        {
+            return None;
+        }
+        // SAFETY: Work requests with these opcodes are the first member of an `ib_rdma_wr`.
+        let r = unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
+        Some((r.remote_addr, r.rkey))
+    }
+
+    /// The remote address, compare (or add) value, swap value and rkey of an atomic
+    /// (`struct ib_atomic_wr`).
+    pub fn atomic(&self) -> Option<(u64, u64, u64, u32)> {
+        if !matches!(
+            self.opcode(),
+            opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+        ) || self.ud
+        {
+            return None;
+        }
+        // SAFETY: Work requests with these opcodes are the first member of an `ib_atomic_wr`.
+        let a =
+            unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_atomic_wr>() };
+        Some((a.remote_addr, a.compare_add, a.swap, a.rkey))
+    }
+
+    /// The destination of a send on a UD or GSI QP.
+    pub fn ud(&self) -> Option<UdDest<'a, T>> {
+        if !self.ud {
+            return None;
+        }
+        // SAFETY: Send work requests on UD and GSI QPs are the first member of an `ib_ud_wr`
+        // (type invariant).
+        let u = unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>() };
+        if u.ah.is_null() {
+            return None;
+        }
+        Some(UdDest {
+            // SAFETY: The AH of a work request on a `T` device is a live `T` AH.
+            ah: unsafe { Ah::from_raw(u.ah) },
+            remote_qpn: u.remote_qpn,
+            remote_qkey: u.remote_qkey,
+        })
+    }
+
+    /// Copies the payload of an inline send into `dst`; returns its length. Fails with
+    /// `EINVAL` if it does not fit.
+    pub fn copy_inline(&self, dst: &mut [u8]) -> Result<usize> {
+        let mut at = 0usize;
+        for i in 0..self.num_sge() {
+            let Some(s) = self.sge(i) else { break };
+            let len = s.length as usize;
+            let end = at.checked_add(len).ok_or(EINVAL)?;
+            let out = dst.get_mut(at..end).ok_or(EINVAL)?;
+            if len > 0 {
+                // SAFETY: For inline sends, kernel callers pass kernel virtual addresses of
+                // `length` readable bytes that stay valid during `ib_post_send`.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        s.addr as usize as *const u8,
+                        out.as_mut_ptr(),
+                        len,
+                    )
+                };
+            }
+            at = end;
+        }
+        Ok(at)
+    }
+}
+
+/// The list of send work requests passed to `post_send`; remembers the last one handed out, so
+/// that the trampoline can report it as the failed one.
+pub struct SendWrs<'a, T: Driver> {
+    next: *const bindings::ib_send_wr,
+    pub(crate) current: *const bindings::ib_send_wr,
+    ud: bool,
+    _p: PhantomData<(&'a bindings::ib_send_wr, T)>,
+}
+
+impl<'a, T: Driver> SendWrs<'a, T> {
+    /// # Safety
+    ///
+    /// `first` must be null or a valid list for `'a`; `ud` true only for UD and GSI QPs of `T`.
+    pub(crate) unsafe fn new(first: *const bindings::ib_send_wr, ud: bool) -> Self {
+        Self {
+            next: first,
+            current: first,
+            ud,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: Driver> Iterator for SendWrs<'a, T> {
+    type Item = SendWr<'a, T>;
+
+    fn next(&mut self) -> Option<SendWr<'a, T>> {
+        if self.next.is_null() {
+            return None;
+        }
+        self.current = self.next;
+        // SAFETY: A valid list (constructor guarantee).
+        let wr = unsafe { &*self.next };
+        self.next = wr.next;
+        // INVARIANT: `ud` comes from the constructor's guarantee.
+        Some(SendWr {
+            wr,
+            ud: self.ud,
+            _p: PhantomData,
+        })
+    }
+}
+
+/// A receive work request of a kernel caller.
+pub struct RecvWr<'a> {
+    wr: &'a bindings::ib_recv_wr,
+}
+
+impl RecvWr<'_> {
+    /// The caller's `wr_id` (or `wr_cqe`).
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: Both members of the union are 64-bit plain data.
+        unsafe { self.wr.__bindgen_anon_1.wr_id }
+    }
+
+    /// The number of SGEs.
+    pub fn num_sge(&self) -> usize {
+        usize::try_from(self.wr.num_sge).unwrap_or(0)
+    }
+
+    /// SGE `i`.
+    pub fn sge(&self, i: usize) -> Option<Sge> {
+        // SAFETY: ib_core callers pass `num_sge` valid entries in `sg_list`.
+        unsafe { sge_at(self.wr.sg_list, self.wr.num_sge, i) }
+    }
+}
+
+/// The list of receive work requests passed to `post_recv` or `post_srq_recv`.
+pub struct RecvWrs<'a> {
+    next: *const bindings::ib_recv_wr,
+    pub(crate) current: *const bindings::ib_recv_wr,
+    _p: PhantomData<&'a bindings::ib_recv_wr>,
+}
+
+impl RecvWrs<'_> {
+    /// # Safety
+    ///
+    /// `first` must be null or a valid list for `'a`.
+    pub(crate) unsafe fn new(first: *const bindings::ib_recv_wr) -> Self {
+        Self {
+            next: first,
+            current: first,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<'a> Iterator for RecvWrs<'a> {
+    type Item = RecvWr<'a>;
+
+    fn next(&mut self) -> Option<RecvWr<'a>> {
+        if self.next.is_null() {
+            return None;
+        }
+        self.current = self.next;
+        // SAFETY: A valid list (constructor guarantee).
+        let wr = unsafe { &*self.next };
+        self.next = wr.next;
+        Some(RecvWr { wr })
+    }
+}
