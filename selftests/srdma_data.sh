@@ -4,7 +4,7 @@
 # UD and SRQ; SEND through the SGE path, small and 64 KiB messages, received buffers checked).
 
 . "$(dirname "$0")/lib.sh"
-require_cmd rdma ip ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong timeout
+require_cmd rdma ip ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong rping timeout
 load_srdma
 
 A=sd0 B=sd1
@@ -31,7 +31,7 @@ pingpong() {
 	out=$(mktemp)
 	timeout 60 "$prog" -d srdma_a -g 1 -p "$port" "$@" > "$out" 2>&1 &
 	srv=$!
-	sleep 0.5
+	sleep 1
 	if timeout 60 "$prog" -d srdma_b -g 1 -p "$port" "$@" 127.0.0.1 >> "$out" 2>&1 && wait "$srv"; then
 		ok "$desc"
 	else
@@ -49,11 +49,33 @@ pingpong ibv_uc_pingpong "ibv_uc_pingpong: 100 iterations of 4 KiB, buffers chec
 pingpong ibv_srq_pingpong "ibv_srq_pingpong: 16 QPs on one SRQ, buffers checked" -n 100 -c
 pingpong ibv_ud_pingpong "ibv_ud_pingpong: 100 datagrams of 512 bytes" -n 100 -s 512
 pingpong ibv_ud_pingpong "ibv_ud_pingpong: datagrams of one path MTU (1024 bytes)" -n 50 -s 1024
+pingpong ibv_rc_pingpong "ibv_rc_pingpong -e: completion channel events" -n 100 -e -c
+pingpong ibv_ud_pingpong "ibv_ud_pingpong -e: completion channel events" -n 50 -s 512 -e
+# rdma_cm: connection management MADs through ib_mad's QP1 on each device.
+rs=$(mktemp) rc_out=$(mktemp)
+timeout 60 rping -s -a 10.51.0.1 -p 7174 -C 10 -v > "$rs" 2>&1 &
+srv=$!
+sleep 1
+if timeout 60 rping -c -a 10.51.0.1 -p 7174 -C 10 -v > "$rc_out" 2>&1 && wait "$srv" &&
+	[ "$(grep -c '^ping data: rdma-ping' "$rc_out")" -eq 10 ] &&
+	[ "$(grep -c '^server ping data: rdma-ping' "$rs")" -eq 10 ]; then
+	ok "rping over rdma_cm: 10 pings, data checked (-v)"
+else
+	wait "$srv" 2>/dev/null
+	fail "rping over rdma_cm" "$(cat "$rc_out" "$rs")"
+fi
+rm -f "$rs" "$rc_out"
 bin=$(mktemp -d)/srdma_data
 if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_data.c" -libverbs; then
 	fold_tap data < <(timeout 120 "$bin" srdma_a 2>&1)
 else
 	fail "build srdma_data.c"
+fi
+events=$(dirname "$bin")/srdma_events
+if cc -O2 -Wall -o "$events" "$(dirname "$0")/srdma_events.c" -libverbs; then
+	fold_tap events < <(timeout 120 "$events" srdma_a 2>&1)
+else
+	fail "build srdma_events.c"
 fi
 fuzz=$(dirname "$bin")/srdma_fuzz
 if cc -O2 -Wall -Wno-unused-result -o "$fuzz" "$(dirname "$0")/srdma_fuzz.c" -libverbs; then

@@ -2,9 +2,13 @@
 /*
  * Kernel callers of srdma: a module that, when loaded, creates and destroys every verbs object
  * on the device named by its "dev" parameter through the kernel verbs API (as a kernel ULP
- * would), and prints one KTAP line per check. Loading fails if any check fails.
+ * would), moves data between two of its QPs with ib_post_send (inline and through SGEs),
+ * and prints one KTAP line per check. Loading fails if any check fails.
  */
+#include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/random.h>
+#include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
@@ -22,6 +26,181 @@ static int test_num, failures;
 		if (!__ok)                                                      \
 			failures++;                                             \
 	} while (0)
+
+
+/* Waits up to two seconds for one completion on an IB_POLL_DIRECT CQ. */
+static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 2000; i++) {
+		n = ib_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		msleep(1);
+	}
+	return 0;
+}
+
+static int to_rts(struct ib_qp *qp, u32 dest_qpn, union ib_gid gid)
+{
+	struct ib_qp_attr a = {};
+	int ret;
+
+	a.qp_state = IB_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+			   IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = dest_qpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_grh(&a.ah_attr, &gid, 0, 0, 1, 0);
+	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Sends len bytes from A to B, inline or through an SGE, and checks what B received. */
+static void send_one(struct ib_device *ibdev, struct ib_pd *pd, struct ib_cq *cq,
+		     struct ib_qp *a, struct ib_qp *b, size_t len, bool inl)
+{
+	u8 *src = kmalloc(len, GFP_KERNEL), *dst = kzalloc(len, GFP_KERNEL), *copy = NULL;
+	struct ib_sge ssge, rsge;
+	struct ib_send_wr wr = {};
+	struct ib_recv_wr rwr = {};
+	const struct ib_send_wr *bad;
+	const struct ib_recv_wr *rbad;
+	struct ib_wc wc[2] = {};
+	u64 smap, rmap;
+	int ret, got = 0, i;
+
+	if (!src || !dst) {
+		CHECK(false, "buffers for %zu bytes", len);
+		goto out;
+	}
+	get_random_bytes(src, len);
+	copy = kmemdup(src, len, GFP_KERNEL);
+	smap = ib_dma_map_single(ibdev, src, len, DMA_TO_DEVICE);
+	rmap = ib_dma_map_single(ibdev, dst, len, DMA_FROM_DEVICE);
+	rsge = (struct ib_sge){ .addr = rmap, .length = len, .lkey = pd->local_dma_lkey };
+	rwr.wr_id = 2;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ret = ib_post_recv(b, &rwr, &rbad);
+	CHECK(!ret, "ib_post_recv of %zu bytes (%d)", len, ret);
+	/* Inline payloads are read at post time, from a kernel virtual address. */
+	ssge = (struct ib_sge){ .addr = inl ? (u64)(uintptr_t)src : smap, .length = len,
+				.lkey = pd->local_dma_lkey };
+	wr.wr_id = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED | (inl ? IB_SEND_INLINE : 0);
+	wr.sg_list = &ssge;
+	wr.num_sge = 1;
+	ret = ib_post_send(a, &wr, &bad);
+	CHECK(!ret, "ib_post_send %s of %zu bytes (%d)", inl ? "inline" : "SGE", len, ret);
+	if (inl)
+		memset(src, 0xee, len); /* the buffer is the caller's again at once */
+	for (i = 0; i < 2 && !ret; i++) {
+		if (!poll_one(cq, &wc[i]))
+			break;
+		got++;
+	}
+	CHECK(got == 2, "two completions (%d, status %d)", got, got ? wc[0].status : -1);
+	if (got == 2) {
+		struct ib_wc *s = wc[0].wr_id == 1 ? &wc[0] : &wc[1];
+		struct ib_wc *r = wc[0].wr_id == 2 ? &wc[0] : &wc[1];
+
+		CHECK(s->status == IB_WC_SUCCESS && s->opcode == IB_WC_SEND && s->qp == a,
+		      "send completion: status %d, opcode %d, its QP", s->status, s->opcode);
+		CHECK(r->status == IB_WC_SUCCESS && r->opcode == IB_WC_RECV && r->qp == b &&
+		      r->byte_len == len, "receive completion: status %d, %u bytes", r->status,
+		      r->byte_len);
+	}
+	ib_dma_unmap_single(ibdev, smap, len, DMA_TO_DEVICE);
+	ib_dma_unmap_single(ibdev, rmap, len, DMA_FROM_DEVICE);
+	CHECK(got == 2 && copy && !memcmp(copy, dst, len), "%zu bytes arrived intact", len);
+out:
+	kfree(copy);
+	kfree(src);
+	kfree(dst);
+}
+
+static void data(struct ib_device *ibdev, struct ib_pd *pd)
+{
+	struct ib_qp_init_attr qia = {};
+	const struct ib_gid_attr *sgid;
+	struct ib_qp *a, *b;
+	struct ib_cq *cq;
+	struct ib_send_wr wr = {};
+	const struct ib_send_wr *bad = NULL;
+	struct ib_sge sge;
+	static u8 big[512];
+	int ret;
+
+	cq = ib_alloc_cq(ibdev, NULL, 64, 0, IB_POLL_DIRECT);
+	CHECK(!IS_ERR(cq), "data: ib_alloc_cq");
+	if (IS_ERR(cq))
+		return;
+	/* GID 1: the IPv4 address, which the engine finds its destination by. */
+	sgid = rdma_get_gid_attr(ibdev, 1, 1);
+	CHECK(!IS_ERR(sgid), "data: GID 1");
+	if (IS_ERR(sgid))
+		goto free_cq;
+	qia.send_cq = cq;
+	qia.recv_cq = cq;
+	qia.qp_type = IB_QPT_RC;
+	qia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	qia.cap = (struct ib_qp_cap){ .max_send_wr = 16, .max_recv_wr = 16,
+				      .max_send_sge = 1, .max_recv_sge = 1,
+				      .max_inline_data = 128 };
+	a = ib_create_qp(pd, &qia);
+	b = ib_create_qp(pd, &qia);
+	CHECK(!IS_ERR(a) && !IS_ERR(b), "data: two RC QPs");
+	if (IS_ERR(a) || IS_ERR(b))
+		goto put;
+	ret = to_rts(a, b->qp_num, sgid->gid);
+	CHECK(!ret, "data: QP A to RTS (%d)", ret);
+	ret = ret ?: to_rts(b, a->qp_num, sgid->gid);
+	CHECK(!ret, "data: QP B to RTS (%d)", ret);
+	if (!ret) {
+		send_one(ibdev, pd, cq, a, b, 64, true);
+		send_one(ibdev, pd, cq, a, b, 4096, false);
+		send_one(ibdev, pd, cq, a, b, 1, false);
+		sge = (struct ib_sge){ .addr = (u64)(uintptr_t)big, .length = sizeof(big),
+				       .lkey = pd->local_dma_lkey };
+		wr.opcode = IB_WR_SEND;
+		wr.send_flags = IB_SEND_INLINE;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		ret = ib_post_send(a, &wr, &bad);
+		CHECK(ret == -EINVAL && bad == &wr,
+		      "inline above max_inline_data refused: %d, bad_wr set", ret);
+	}
+put:
+	if (!IS_ERR(a))
+		ib_destroy_qp(a);
+	if (!IS_ERR(b))
+		ib_destroy_qp(b);
+	rdma_put_gid_attr(sgid);
+free_cq:
+	ib_free_cq(cq);
+}
 
 static void run(struct ib_device *ibdev)
 {
@@ -106,6 +285,7 @@ static void run(struct ib_device *ibdev)
 
 	ib_free_cq(cq);
 	CHECK(true, "ib_free_cq");
+	data(ibdev, pd);
 free_pd:
 	ib_dealloc_pd(pd);
 	CHECK(true, "ib_dealloc_pd");
@@ -131,5 +311,5 @@ static void __exit srdma_kverbs_exit(void)
 
 module_init(srdma_kverbs_init);
 module_exit(srdma_kverbs_exit);
-MODULE_DESCRIPTION("srdma selftest: verbs objects from a kernel caller");
+MODULE_DESCRIPTION("srdma selftest: verbs objects and data from a kernel caller");
 MODULE_LICENSE("GPL");

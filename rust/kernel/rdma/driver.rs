@@ -13,7 +13,7 @@ use super::{
     mr::{DmaMemory, Mr, MrCreated, UserRegion},
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
-    srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
+    srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
     ucontext::{Ucontext, User},
     udata::UData,
     wr::{RecvWrs, SendWrs},
@@ -187,11 +187,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// Creates the driver's part of a shared receive queue (`create_srq`) and returns it with
-    /// the attributes it really has; dropped on `destroy_srq`.
+    /// the attributes it really has; dropped on `destroy_srq`. `events` raises the SRQ's limit
+    /// event; it turns inert when the SRQ is destroyed.
     fn create_srq(
         _pd: &Pd<Self>,
         _srq_type: SrqType,
         _attr: &SrqAttr,
+        _events: Arc<SrqEvents>,
         _user: Option<User<'_, Self>>,
     ) -> Result<(Self::Srq, SrqAttr)> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -883,10 +885,20 @@ impl<T: Driver> Adapter<T> {
             };
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
-            let (data, real) = T::create_srq(pd, srq_type, &attr, user)?;
-            // SAFETY: ib_core just allocated the SRQ (`destroy_srq` drops the data); the real
-            // attributes are reported back through `init`.
+            // SAFETY: ib_core passes a valid SRQ.
+            let events = Arc::pin_init(SrqEvents::new(unsafe { NonNull::new_unchecked(ibsrq) }), GFP_KERNEL)?;
+            let (data, real) = match T::create_srq(pd, srq_type, &attr, events.clone(), user) {
+                Ok(created) => created,
+                Err(e) => {
+                    // ib_core frees the SRQ without `destroy_srq`.
+                    events.revoke();
+                    return Err(e);
+                }
+            };
+            // SAFETY: ib_core just allocated the SRQ (`destroy_srq` drops the data and the
+            // events); the real attributes are reported back through `init`.
             unsafe {
+                Srq::<T>::extra_slot(ibsrq).write(Some(events));
                 Srq::<T>::init_data(ibsrq, data);
                 real.write_raw(&mut (*init).attr);
             }
@@ -901,6 +913,10 @@ impl<T: Driver> Adapter<T> {
         ibsrq: *mut bindings::ib_srq,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
+        // SAFETY: `create_srq` set the events of the SRQ; nothing else touches the slot.
+        if let Some(events) = unsafe { (*Srq::<T>::extra_slot(ibsrq)).take() } {
+            events.revoke();
+        }
         // SAFETY: ib_core destroys an object whose create operation initialised the data.
         unsafe { Srq::<T>::drop_data(ibsrq) };
         0

@@ -5,7 +5,14 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
 use super::{driver::Driver, pd::Pd};
-use crate::bindings;
+use crate::{
+    bindings,
+    init::PinInit,
+    new_spinlock, pin_init,
+    prelude::*,
+    sync::{Arc, SpinLock},
+};
+use core::ptr::NonNull;
 
 /// The attributes of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,8 +81,65 @@ super::object::driver_object!(
     /// driver's data.
     Srq,
     ib_srq,
-    Srq
+    Srq,
+    events: Option<Arc<SrqEvents>>
 );
+
+/// An SRQ's C part, while it exists.
+struct RawSrq(NonNull<bindings::ib_srq>);
+
+// SAFETY: Only used under the lock of `SrqEvents`, whose revocation the destroy trampoline
+// waits for; ib_core's handlers may run on any thread.
+unsafe impl Send for RawSrq {}
+
+/// The asynchronous events of an SRQ, for the data path to raise; inert once the SRQ is
+/// destroyed.
+///
+/// # Invariants
+///
+/// `srq` is `Some` only while the SRQ it points to is alive: the destroy trampoline clears it
+/// (under the lock) before ib_core frees the SRQ.
+#[pin_data]
+pub struct SrqEvents {
+    #[pin]
+    srq: SpinLock<Option<RawSrq>>,
+}
+
+impl SrqEvents {
+    pub(crate) fn new(srq: NonNull<bindings::ib_srq>) -> impl PinInit<Self> {
+        // INVARIANT: The SRQ is alive: its create trampoline makes the handle.
+        pin_init!(Self {
+            srq <- new_spinlock!(Some(RawSrq(srq)), "SrqEvents::srq"),
+        })
+    }
+
+    /// Reports that fewer receive WQEs than the armed limit remain
+    /// (`IB_EVENT_SRQ_LIMIT_REACHED`).
+    pub fn limit_reached(&self) {
+        let guard = self.srq.lock();
+        if let Some(RawSrq(srq)) = &*guard {
+            let srq = srq.as_ptr();
+            // SAFETY: `ib_event` holds pointers, a union and an enum, for which zero is valid.
+            let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+            ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+            ev.element.srq = srq;
+            // SAFETY: The SRQ is alive while the handle is not revoked (type invariant) and
+            // the lock is held; ib_core sets the handler, its context and the device.
+            unsafe {
+                ev.device = (*srq).device;
+                if let Some(handler) = (*srq).event_handler {
+                    handler(&mut ev, (*srq).srq_context);
+                }
+            }
+        }
+    }
+
+    /// Makes the handle inert.
+    pub(crate) fn revoke(&self) {
+        // INVARIANT: Cleared before the SRQ is freed.
+        *self.srq.lock() = None;
+    }
+}
 
 impl<T: Driver> Srq<T> {
     /// Returns whether the SRQ belongs to a user process (rather than a kernel ULP).

@@ -31,7 +31,7 @@ use kernel::{
         wr::{RecvWrs, SendWrs},
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
-        srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
+        srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
         uapi::SRDMA_ABI_VERSION,
         ucontext::User,
         udata::UData,
@@ -184,9 +184,10 @@ impl rdma::Driver for SrdmaDevice {
         pd: &Pd<Self>,
         srq_type: SrqType,
         attr: &SrqAttr,
+        events: Arc<SrqEvents>,
         user: Option<User<'_, Self>>,
     ) -> Result<(SrdmaSrq, SrqAttr)> {
-        SrdmaSrq::new(pd, srq_type, attr, user)
+        SrdmaSrq::new(pd, srq_type, attr, events, user)
     }
 
     fn modify_srq(

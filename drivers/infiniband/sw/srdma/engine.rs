@@ -13,9 +13,11 @@ use crate::{
     mr::MrShared,
     params::MAX_MSG_SZ,
     qp::{QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
+    rnr::Verdict,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
+    time::Ktime,
     net,
     prelude::*,
     rdma::{
@@ -84,8 +86,8 @@ fn warn_allowed() -> bool {
 
 /// Why a delivery to the destination failed.
 enum Refused {
-    /// No receive WQE was posted.
-    Rnr,
+    /// No receive WQE was posted; the responder's `min_rnr_timer` code.
+    Rnr(u8),
     /// The message did not fit the receive WQE, or the receive WQE was bad.
     Length,
     /// The destination QP is not there or not ready.
@@ -180,7 +182,7 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
 }
 
 /// Processes the SQ of `q` from `*ci` (its locked consumer index) up to the producer index.
-pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &QpShared, ci: &mut u32) -> Result {
+pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut u32) -> Result {
     let db = &q.db;
     let attr = *q.attr.lock();
     match attr.qp_state {
@@ -191,6 +193,11 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &QpShared, ci: &mut u32) 
             return Ok(());
         }
         _ => return Err(EINVAL),
+    }
+    let now = Ktime::ktime_get().to_ns();
+    if q.rnr.waiting(now) {
+        // The worker tries the head WQE again when its RNR timer runs out.
+        return Ok(());
     }
     let pi = db.load(DB_SQ_PI)?;
     let pending = pi.wrapping_sub(*ci);
@@ -208,11 +215,21 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &QpShared, ci: &mut u32) 
     for _ in 0..pending {
         let off = (*ci & (q.sq.wqe_cnt - 1)) as usize * q.sq.wqe_size as usize;
         let ctrl: srdma_wqe_ctrl = q.sq.mem.read_obj(off)?;
+        let mut rnr_timer = None;
         let (status, opcode) = if failed {
             (WC_WR_FLUSH_ERR, WC_SEND)
         } else {
-            execute(dev, q, &attr, off, &ctrl)
+            execute(dev, q, &attr, off, &ctrl, &mut rnr_timer)
         };
+        if let Some(timer) = rnr_timer {
+            if let Verdict::RetryAt(at) = q.rnr.refused(now, attr.rnr_retry, timer) {
+                // The WQE stays at the head of the queue until then.
+                dev.worker().retry_at(q, at)?;
+                return Ok(());
+            }
+        } else if status == WC_SUCCESS {
+            q.rnr.reset();
+        }
         *ci = ci.wrapping_add(1);
         db.store(DB_SQ_CI, *ci)?;
         let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
@@ -232,13 +249,15 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &QpShared, ci: &mut u32) 
     Ok(())
 }
 
-/// Carries out one WQE; returns the completion status and opcode.
+/// Carries out one WQE; returns the completion status and opcode. A refusal for want of a
+/// receive WQE also leaves the responder's RNR timer code in `rnr_timer`.
 fn execute(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
     attr: &kernel::rdma::qp::QpAttr,
     off: usize,
     ctrl: &srdma_wqe_ctrl,
+    rnr_timer: &mut Option<u8>,
 ) -> (u32, u32) {
     let wc_op = match ctrl.opcode {
         WR_SEND | WR_SEND_WITH_IMM => WC_SEND,
@@ -313,7 +332,11 @@ fn execute(
     };
     let status = match result {
         Ok(()) => WC_SUCCESS,
-        Err(Refused::Rnr) if q.qp_type == QpType::Rc => WC_RNR_RETRY_EXC_ERR,
+        Err(Refused::Rnr(timer)) if q.qp_type == QpType::Rc => {
+            // The caller decides whether this is final or a retry.
+            *rnr_timer = Some(timer);
+            WC_RNR_RETRY_EXC_ERR
+        }
         Err(Refused::Length) if q.qp_type == QpType::Rc => WC_REM_INV_REQ_ERR,
         Err(Refused::Unreachable) if q.qp_type == QpType::Rc => WC_RETRY_EXC_ERR,
         // UC drops what cannot be delivered.
@@ -596,7 +619,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     let pi = db.load(DB_RQ_PI).map_err(|_| Refused::Unreachable)?;
     let pending = pi.wrapping_sub(*ci);
     if pending == 0 {
-        return Err(Refused::Rnr);
+        return Err(Refused::Rnr(d.attr.lock().min_rnr_timer));
     }
     if pending > rq.wqe_cnt {
         if warn_allowed() {
@@ -611,6 +634,9 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     let off = (*ci & (rq.wqe_cnt - 1)) as usize * rq.wqe_size as usize;
     *ci = ci.wrapping_add(1);
     let _ = db.store(DB_RQ_CI, *ci);
+    if let Some(srq) = &d.srq {
+        srq.consumed(pending - 1);
+    }
     let hdr: srdma_rq_wqe_hdr = rq.mem.read_obj(off).map_err(|_| Refused::Length)?;
     let mut wc = cqe(hdr.wr_id, WC_SUCCESS, msg.wc_opcode, d.qpn);
     wc.src_qp = msg.src_qpn;

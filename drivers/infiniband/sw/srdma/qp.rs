@@ -7,6 +7,7 @@ use crate::{
     device::{SrdmaDevice, PORT},
     doorbell::DbRecord,
     params::*,
+    rnr::RnrState,
     table::Reservation,
 };
 use kernel::{
@@ -69,6 +70,8 @@ pub(crate) struct QpShared {
     state: AtomicU32,
     /// Serialises kernel callers' posts, which may come in atomic context.
     pub(crate) kpost: Pin<KBox<SpinLock<()>>>,
+    /// Receiver-not-ready retries of the WQE at the head of the SQ.
+    pub(crate) rnr: RnrState,
     /// The producer and consumer indices: the producer indices written by the process for
     /// user QPs, by `post_send`/`post_recv` for kernel callers' QPs.
     pub(crate) db: DbRecord,
@@ -231,6 +234,7 @@ impl SrdmaQp {
                 attr: KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?,
                 state: AtomicU32::new(QpState::Reset as u32),
                 kpost: KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?,
+                rnr: RnrState::new(),
                 handle: user.is_none().then_some(attr.handle),
                 db,
                 sq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
@@ -339,6 +343,9 @@ impl SrdmaQp {
         }
         if mask.has(QpAttrMask::EN_SQD_ASYNC_NOTIFY) {
             new.en_sqd_async_notify = attr.en_sqd_async_notify;
+        }
+        if matches!(next, QpState::Reset | QpState::Err) {
+            shared.rnr.reset();
         }
         if next == QpState::Reset {
             // Back to the state of a new QP: empty rings, indices from 0.

@@ -21,6 +21,7 @@ mod mr;
 mod params;
 mod pd;
 mod qp;
+mod rnr;
 mod srq;
 mod table;
 mod ucontext;

@@ -10,7 +10,7 @@ use kernel::{
     rdma::{
         mmap::MmapEntry,
         pd::Pd,
-        srq::{Srq, SrqAttr, SrqAttrMask, SrqType},
+        srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
         uapi::{srdma_create_srq_resp, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE},
         ucontext::User,
         udata::UData,
@@ -30,6 +30,26 @@ pub(crate) struct SrqShared {
     pub(crate) max_sge: u32,
     /// Serialises kernel callers' posts, which may come in atomic context.
     pub(crate) kpost: Pin<KBox<SpinLock<()>>>,
+    /// The armed limit: when fewer WQEs remain, the limit event fires and disarms it (0).
+    limit: AtomicU32,
+    events: Arc<SrqEvents>,
+}
+
+impl SrqShared {
+    /// Called after a receive WQE was taken, with `remaining` still posted: raises the limit
+    /// event once if fewer than the armed limit remain.
+    pub(crate) fn consumed(&self, remaining: u32) {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if limit != 0
+            && remaining < limit
+            && self
+                .limit
+                .compare_exchange(limit, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.events.limit_reached();
+        }
+    }
 }
 
 /// srdma's part of a shared receive queue.
@@ -44,6 +64,7 @@ impl SrdmaSrq {
         pd: &Pd<SrdmaDevice>,
         srq_type: SrqType,
         attr: &SrqAttr,
+        events: Arc<SrqEvents>,
         user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<(Self, SrqAttr)> {
         if srq_type != SrqType::Basic {
@@ -82,6 +103,8 @@ impl SrdmaSrq {
             ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
             max_sge: attr.max_sge,
             kpost: KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?,
+            limit: AtomicU32::new(0),
+            events,
         };
         Ok((
             SrdmaSrq {
@@ -109,11 +132,15 @@ impl SrdmaSrq {
                 return Err(EINVAL);
             }
             cur.srq_limit = attr.srq_limit;
+            srq.shared.limit.store(attr.srq_limit, Ordering::Relaxed);
         }
         Ok(())
     }
 
     pub(crate) fn query(srq: &Srq<SrdmaDevice>) -> Result<SrqAttr> {
-        Ok(*srq.attr.lock())
+        let mut attr = *srq.attr.lock();
+        // The data path disarms the limit when the event fires.
+        attr.srq_limit = srq.shared.limit.load(Ordering::Relaxed);
+        Ok(attr)
     }
 }

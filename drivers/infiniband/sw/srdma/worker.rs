@@ -1,34 +1,56 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The engine worker of a device: carries out the work that kernel callers post.
+//! The engine worker of a device: carries out the work that kernel callers post, and the
+//! receiver-not-ready retries of send queues.
 //!
 //! Kernel callers may post in atomic context (ib_mad posts under a spinlock with interrupts
 //! off), where the engine cannot run: it takes mutexes and allocates. Their `post_send` only
 //! writes the WQEs and queues the QP here; a work item processes its send queue soon after.
+//! A second work item waits for the RNR timers of refused WQEs and processes those send queues
+//! again when their time is up.
 
 use crate::{device::SrdmaDevice, engine, qp::QpShared};
 use kernel::{
-    impl_has_work, net, new_spinlock, new_work,
+    impl_has_work, net, new_condvar, new_mutex, new_spinlock, new_work,
     prelude::*,
     rdma::Device,
-    sync::{Arc, SpinLock},
+    sync::{Arc, CondVar, Mutex, SpinLock},
+    time::{msecs_to_jiffies, Ktime},
     types::ARef,
     workqueue::{self, Work, WorkItem},
 };
+
+/// Work item IDs: posted work, RNR retries.
+const POSTED: u64 = 0;
+const RETRY: u64 = 1;
+
+/// The longest the retry work item sleeps before it looks again, in milliseconds.
+const RETRY_TICK_MS: u32 = 10;
 
 /// QPs with newly posted kernel work, and the work item that processes them.
 #[pin_data]
 pub(crate) struct Worker {
     #[pin]
-    work: Work<Worker>,
+    work: Work<Worker, POSTED>,
     #[pin]
     pending: SpinLock<KVec<Arc<QpShared>>>,
+    #[pin]
+    retry_work: Work<Worker, RETRY>,
+    /// Send queues waiting for an RNR retry, with the `ktime` (ns) of the retry.
+    #[pin]
+    retries: SpinLock<KVec<(Arc<QpShared>, i64)>>,
+    /// What the retry work item sleeps on between looks (nobody wakes it early).
+    #[pin]
+    nap: Mutex<()>,
+    #[pin]
+    nap_cv: CondVar,
     /// The network device of the srdma device, which finds the device while it is registered.
     ndev: ARef<net::device::Device>,
 }
 
 impl_has_work! {
-    impl HasWork<Self> for Worker { self.work }
+    impl HasWork<Self, POSTED> for Worker { self.work }
+    impl HasWork<Self, RETRY> for Worker { self.retry_work }
 }
 
 impl Worker {
@@ -37,6 +59,10 @@ impl Worker {
             pin_init!(Self {
                 work <- new_work!("srdma::Worker::work"),
                 pending <- new_spinlock!(KVec::new(), "srdma::Worker::pending"),
+                retry_work <- new_work!("srdma::Worker::retry_work"),
+                retries <- new_spinlock!(KVec::new(), "srdma::Worker::retries"),
+                nap <- new_mutex!(()),
+                nap_cv <- new_condvar!("srdma::Worker::nap_cv"),
                 ndev,
             }),
             GFP_KERNEL,
@@ -52,12 +78,80 @@ impl Worker {
             }
         }
         // Already queued work runs after this and sees the QP.
-        let _ = workqueue::system_unbound().enqueue(self.clone());
+        let _ = workqueue::system_unbound().enqueue::<_, POSTED>(self.clone());
         Ok(())
+    }
+
+    /// Processes the send queue of `qp` again at `ktime` `at` (ns).
+    pub(crate) fn retry_at(self: &Arc<Self>, qp: &Arc<QpShared>, at: i64) -> Result {
+        {
+            let mut retries = self.retries.lock();
+            match retries.iter_mut().find(|(q, _)| Arc::ptr_eq(q, qp)) {
+                Some(entry) => entry.1 = at,
+                None => retries.push((qp.clone(), at), GFP_ATOMIC)?,
+            }
+        }
+        let _ = workqueue::system_unbound().enqueue::<_, RETRY>(self.clone());
+        Ok(())
+    }
+
+    /// Takes the retries that are due at `now`; returns them and when the next one is due.
+    fn due(&self, now: i64) -> Result<(KVec<Arc<QpShared>>, Option<i64>)> {
+        let taken = core::mem::take(&mut *self.retries.lock());
+        let (mut due, mut keep) = (KVec::new(), KVec::new());
+        for (q, at) in taken.into_iter() {
+            if at <= now {
+                due.push(q, GFP_KERNEL)?;
+            } else {
+                keep.push((q, at), GFP_KERNEL)?;
+            }
+        }
+        let mut retries = self.retries.lock();
+        // A QP queued again meanwhile may now be there twice; its second turn finds it waiting
+        // or done.
+        for entry in keep.into_iter() {
+            retries.push(entry, GFP_ATOMIC)?;
+        }
+        let next = retries.iter().map(|(_, at)| *at).min();
+        Ok((due, next))
     }
 }
 
-impl WorkItem for Worker {
+impl WorkItem<RETRY> for Worker {
+    type Pointer = Arc<Worker>;
+
+    fn run(this: Arc<Worker>) {
+        loop {
+            let Ok((due, next)) = this.due(Ktime::ktime_get().to_ns()) else {
+                return;
+            };
+            if !due.is_empty() {
+                let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
+                    // Dropped outside the lock: the last reference to a QP may free it.
+                    let gone = core::mem::take(&mut *this.retries.lock());
+                    drop(gone);
+                    return;
+                };
+                for q in due.iter() {
+                    let mut ci = q.sq_ci.lock();
+                    let _ = engine::process_sq(&dev, q, &mut ci);
+                }
+            }
+            let Some(next) = next else {
+                // Nothing waits; `retry_at` queues the work again.
+                return;
+            };
+            let wait_ms = (next - Ktime::ktime_get().to_ns()).clamp(0, i64::from(RETRY_TICK_MS) * 1_000_000)
+                / 1_000_000;
+            let mut guard = this.nap.lock();
+            let _ = this
+                .nap_cv
+                .wait_interruptible_timeout(&mut guard, msecs_to_jiffies(wait_ms as u32).max(1));
+        }
+    }
+}
+
+impl WorkItem<POSTED> for Worker {
     type Pointer = Arc<Worker>;
 
     fn run(this: Arc<Worker>) {

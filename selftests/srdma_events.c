@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Events of srdma between two RC QPs of one device: completion events through a completion
+ * channel (next and solicited-only arming, arming again), the SRQ limit event, the CQ
+ * error event of an overrun CQ, and receiver-not-ready retries. Prints TAP.
+ */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "srdma_tap.h"
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static char buf[1 << 16];
+static union ibv_gid gid;
+
+static int connect_pair_rnr(struct ibv_qp *a, struct ibv_qp *b, int rnr_retry, int rnr_timer)
+{
+	struct ibv_qp *qs[2] = { a, b };
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+
+		if (ibv_modify_qp(qs[i], &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						IBV_QP_ACCESS_FLAGS))
+			return -1;
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+					   .dest_qp_num = qs[1 - i]->qp_num, .max_dest_rd_atomic = 1,
+					   .min_rnr_timer = rnr_timer,
+					   .ah_attr = { .is_global = 1, .port_num = 1,
+							.grh = { .dgid = gid, .sgid_index = 1,
+								 .hop_limit = 1 } } };
+		if (ibv_modify_qp(qs[i], &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+						IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+						IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			return -1;
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 1, .retry_cnt = 1,
+					   .rnr_retry = rnr_retry, .max_rd_atomic = 1 };
+		if (ibv_modify_qp(qs[i], &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+						IBV_QP_MAX_QP_RD_ATOMIC))
+			return -1;
+	}
+	return 0;
+}
+
+static int connect_pair(struct ibv_qp *a, struct ibv_qp *b)
+{
+	return connect_pair_rnr(a, b, 0, 1);
+}
+
+static struct ibv_qp *new_qp(struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = scq, .recv_cq = rcq, .srq = srq,
+				       .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 64, .max_recv_wr = 64,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+
+	return ibv_create_qp(pd, &ia);
+}
+
+static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)buf + 32768, 64, mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	return srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post_send(struct ibv_qp *qp, int flags)
+{
+	struct ibv_sge s = { (uintptr_t)buf, 16, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = flags }, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* Whether fd becomes readable within ms milliseconds. */
+static int readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+static int drain(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+	int n, total = 0;
+
+	for (int t = 0; t < 200; t++) {
+		while ((n = ibv_poll_cq(cq, 16, wc)) > 0)
+			total += n;
+		usleep(1000);
+	}
+	return total;
+}
+
+static void completion_events(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;
+	struct ibv_qp *a, *b;
+	struct ibv_cq *evcq;
+	void *evctx;
+
+	result(ch && scq && rcq, "completion channel and a CQ on it");
+	if (!ch || !scq || !rcq)
+		return;
+	a = new_qp(scq, rcq, NULL);
+	b = new_qp(scq, rcq, NULL);
+	if (!a || !b || connect_pair(a, b)) {
+		result(0, "QP pair for events");
+		return;
+	}
+	/* Not armed: a completion raises no event. */
+	post_recv(b, NULL, 1);
+	post_send(a, 0);
+	result(!readable(ch->fd, 300), "no event while the CQ is not armed");
+	result(drain(rcq) == 1, "the receive completed");
+
+	result(ibv_req_notify_cq(rcq, 0) == 0, "ibv_req_notify_cq (next)");
+	post_recv(b, NULL, 2);
+	post_send(a, 0);
+	result(readable(ch->fd, 2000), "armed: the completion raises an event");
+	result(ibv_get_cq_event(ch, &evcq, &evctx) == 0 && evcq == rcq,
+	       "ibv_get_cq_event names the CQ");
+	ibv_ack_cq_events(rcq, 1);
+	result(drain(rcq) == 1, "the receive completed");
+	post_recv(b, NULL, 3);
+	post_send(a, 0);
+	result(!readable(ch->fd, 300), "one event per arming");
+	drain(rcq);
+
+	result(ibv_req_notify_cq(rcq, 1) == 0, "ibv_req_notify_cq (solicited only)");
+	post_recv(b, NULL, 4);
+	post_send(a, 0);
+	result(!readable(ch->fd, 300), "solicited only: an unsolicited message raises no event");
+	drain(rcq);
+	post_recv(b, NULL, 5);
+	post_send(a, IBV_SEND_SOLICITED);
+	result(readable(ch->fd, 2000), "solicited only: a solicited message raises the event");
+	if (ibv_get_cq_event(ch, &evcq, &evctx) == 0)
+		ibv_ack_cq_events(evcq, 1);
+	drain(rcq);
+	drain(scq);
+
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_cq(rcq);
+	ibv_destroy_cq(scq);
+	ibv_destroy_comp_channel(ch);
+}
+
+/* Waits up to two seconds for an async event of type ev; returns 1 if it came. */
+static int async_event(enum ibv_event_type ev)
+{
+	struct ibv_async_event e;
+
+	while (readable(ctx->async_fd, 2000)) {
+		if (ibv_get_async_event(ctx, &e))
+			return 0;
+		ibv_ack_async_event(&e);
+		if (e.event_type == ev)
+			return 1;
+	}
+	return 0;
+}
+
+static void srq_limit(void)
+{
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_srq *srq = ibv_create_srq(pd, &sia);
+	struct ibv_srq_attr sa = { .srq_limit = 4 };
+	struct ibv_qp *a, *b;
+
+	if (!cq || !srq || !(a = new_qp(cq, cq, NULL)) || !(b = new_qp(cq, cq, srq)) ||
+	    connect_pair(a, b)) {
+		result(0, "SRQ and QPs for the limit event");
+		return;
+	}
+	for (int i = 0; i < 8; i++)
+		post_recv(NULL, srq, 100 + i);
+	result(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "arm the SRQ limit at 4");
+	for (int i = 0; i < 4; i++)
+		post_send(a, 0);
+	result(!async_event(IBV_EVENT_SRQ_LIMIT_REACHED), "4 of 8 WQEs left: no limit event");
+	post_send(a, 0);
+	result(async_event(IBV_EVENT_SRQ_LIMIT_REACHED), "3 left: IBV_EVENT_SRQ_LIMIT_REACHED");
+	result(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0, "the limit is disarmed");
+	post_send(a, 0);
+	result(!async_event(IBV_EVENT_SRQ_LIMIT_REACHED), "disarmed: no second event");
+	drain(cq);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_srq(srq);
+	ibv_destroy_cq(cq);
+}
+
+static void cq_overrun(void)
+{
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 2, NULL, NULL, 0);
+	int n = rcq ? rcq->cqe + 2 : 0;
+	struct ibv_qp *a, *b;
+
+	if (!scq || !rcq || !(a = new_qp(scq, rcq, NULL)) || !(b = new_qp(scq, rcq, NULL)) ||
+	    connect_pair(a, b)) {
+		result(0, "QPs for the overrun");
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		post_recv(b, NULL, i);
+		post_send(a, 0);
+	}
+	result(async_event(IBV_EVENT_CQ_ERR), "%d receives into a CQ of %d: IBV_EVENT_CQ_ERR", n,
+	       rcq->cqe);
+	drain(scq);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_cq(rcq);
+	ibv_destroy_cq(scq);
+}
+
+/* Polls cq for one completion for up to ms milliseconds. */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	for (int t = 0; t <= ms; t++) {
+		if (ibv_poll_cq(cq, 1, wc) == 1)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static void rnr_retry(void)
+{
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a, *b, *c, *d;
+	struct ibv_wc wc;
+
+	/* rnr_retry 7 retries without end: the send waits for the receive posted later. */
+	if (!scq || !rcq || !(a = new_qp(scq, rcq, NULL)) || !(b = new_qp(scq, rcq, NULL)) ||
+	    connect_pair_rnr(a, b, 7, 12)) {
+		result(0, "QPs for RNR retries");
+		return;
+	}
+	post_send(a, IBV_SEND_SIGNALED);
+	result(!poll_one(scq, &wc, 200), "rnr_retry 7: no completion while no receive is posted");
+	post_recv(b, NULL, 42);
+	result(poll_one(scq, &wc, 5000) && wc.status == IBV_WC_SUCCESS,
+	       "rnr_retry 7: the send succeeds once a receive is posted (status %d)", wc.status);
+	result(poll_one(rcq, &wc, 1000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 42,
+	       "rnr_retry 7: and the receive completes");
+
+	/* rnr_retry 2 with a 10.24 ms timer: two retries, then RNR_RETRY_EXC_ERR. */
+	if (!(c = new_qp(scq, rcq, NULL)) || !(d = new_qp(scq, rcq, NULL)) ||
+	    connect_pair_rnr(c, d, 2, 20)) {
+		result(0, "QPs for RNR retries");
+		return;
+	}
+	post_send(c, IBV_SEND_SIGNALED);
+	result(!ibv_poll_cq(scq, 1, &wc), "rnr_retry 2: the refusal is not final at once");
+	result(poll_one(scq, &wc, 5000) && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
+	       "rnr_retry 2: RNR_RETRY_EXC_ERR after the retries (status %d)", wc.status);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_qp(c);
+	ibv_destroy_qp(d);
+	ibv_destroy_cq(rcq);
+	ibv_destroy_cq(scq);
+}
+
+int main(int argc, char **argv)
+{
+	printf("TAP version 13\n");
+	ctx = open_dev(argc > 1 ? argv[1] : "srdma0");
+	if (!ctx) {
+		printf("Bail out! no device\n");
+		return 1;
+	}
+	pd = ibv_alloc_pd(ctx);
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ibv_query_gid(ctx, 1, 1, &gid);
+	completion_events();
+	srq_limit();
+	cq_overrun();
+	rnr_retry();
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("1..%d\n", test_num);
+	return failures != 0;
+}
