@@ -8,6 +8,7 @@
 //! error state, as verbs defines.
 
 use crate::{
+    counters::{Counter, Counters},
     device::SrdmaDevice,
     mr::MrShared,
     params::MAX_MSG_SZ,
@@ -130,8 +131,10 @@ fn cqe(wr_id: u64, status: u32, opcode: u32, qp_num: u32) -> srdma_cqe {
     }
 }
 
-fn complete(cq: &crate::cq::CqShared, cqe: &srdma_cqe) {
-    if cq.push(cqe).is_err() {
+fn complete(counters: &Counters, cq: &crate::cq::CqShared, cqe: &srdma_cqe) {
+    let pushed = cq.push(cqe);
+    counters.completion(cqe, pushed.is_ok());
+    if pushed.is_err() {
         if warn_allowed() {
             pr_warn!("CQ overrun: a completion of QP {} is lost\n", cqe.qp_num);
         }
@@ -158,7 +161,7 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
         let off = (*ci & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
         // The wr_id is the first field of both SQ and RQ WQEs.
         let wr_id = ring.mem.read_obj::<u64>(off).unwrap_or(0);
-        complete(cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn));
+        complete(&q.counters, cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn));
         *ci = ci.wrapping_add(1);
     }
     *ci = pi;
@@ -169,6 +172,7 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
     let dev = qp.device();
     let q = &qp.shared;
+    q.counters.inc(Counter::Kicks);
     let db = q.db.as_ref().ok_or(EINVAL)?;
     let mut ci = q.sq_ci.lock();
     let attr = *q.attr.lock();
@@ -184,6 +188,7 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
     let pi = db.load(DB_SQ_PI)?;
     let pending = pi.wrapping_sub(*ci);
     if pending > q.sq.wqe_cnt {
+        q.counters.inc(Counter::RingErrors);
         if warn_allowed() {
             pr_warn!(
                 "QP {}: SQ producer index out of range; QP in error\n",
@@ -193,6 +198,7 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
         q.attr.lock().qp_state = QpState::Err;
         return Err(EINVAL);
     }
+    q.counters.doorbell(pending);
     let mut failed = false;
     for _ in 0..pending {
         let off = (*ci & (q.sq.wqe_cnt - 1)) as usize * q.sq.wqe_size as usize;
@@ -202,11 +208,18 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
         } else {
             execute(dev, q, &attr, off, &ctrl)
         };
+        if !failed {
+            q.counters.executed(ctrl.opcode, status);
+        }
         *ci = ci.wrapping_add(1);
         db.store(DB_SQ_CI, *ci)?;
         let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
         if status != WC_SUCCESS || signaled {
-            complete(&q.send_cq, &cqe(ctrl.wr_id, status, opcode, q.qpn));
+            complete(
+                &q.counters,
+                &q.send_cq,
+                &cqe(ctrl.wr_id, status, opcode, q.qpn),
+            );
         }
         if status != WC_SUCCESS && !failed {
             q.attr.lock().qp_state = QpState::Err;
@@ -235,7 +248,10 @@ fn execute(
         WR_RDMA_READ => WC_RDMA_READ,
         WR_ATOMIC_CMP_AND_SWP => WC_COMP_SWAP,
         WR_ATOMIC_FETCH_AND_ADD => WC_FETCH_ADD,
-        _ => return (WC_LOC_QP_OP_ERR, WC_SEND),
+        _ => {
+            q.counters.inc(Counter::RingErrors);
+            return (WC_LOC_QP_OP_ERR, WC_SEND);
+        }
     };
     if !matches!(q.qp_type, QpType::Rc | QpType::Uc) {
         return (WC_LOC_QP_OP_ERR, wc_op);
@@ -254,7 +270,11 @@ fn execute(
         Ok(data) => data,
         Err(status) => return (status, wc_op),
     };
-    let Some(dest) = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num) else {
+    q.counters
+        .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, data.len());
+    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
+    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    let Some(dest) = dest else {
         // RC retries until it gives up; UC does not know.
         let status = if q.qp_type == QpType::Rc {
             WC_RETRY_EXC_ERR
@@ -295,7 +315,10 @@ fn execute(
     };
     let status = match result {
         Ok(()) => WC_SUCCESS,
-        Err(Refused::Rnr) if q.qp_type == QpType::Rc => WC_RNR_RETRY_EXC_ERR,
+        Err(Refused::Rnr) if q.qp_type == QpType::Rc => {
+            q.counters.inc(Counter::RcvdRnrErr);
+            WC_RNR_RETRY_EXC_ERR
+        }
         Err(Refused::Length) if q.qp_type == QpType::Rc => WC_REM_INV_REQ_ERR,
         Err(Refused::Unreachable) if q.qp_type == QpType::Rc => WC_RETRY_EXC_ERR,
         // UC drops what cannot be delivered.
@@ -319,6 +342,7 @@ fn read_or_atomic(
         || n > q.cap.max_send_sge as usize
         || n * SRDMA_SGE_SIZE as usize > area
     {
+        q.counters.inc(Counter::RingErrors);
         return WC_LOC_LEN_ERR;
     }
     let body = off + SRDMA_SQ_WQE_HDR_SIZE as usize;
@@ -342,7 +366,9 @@ fn read_or_atomic(
     let Ok(remote) = q.sq.mem.read_obj::<srdma_wqe_remote>(off + 32) else {
         return WC_LOC_QP_OP_ERR;
     };
-    let Some(dest) = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num) else {
+    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
+    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    let Some(dest) = dest else {
         return WC_RETRY_EXC_ERR;
     };
     let atomic = ctrl.opcode != WR_RDMA_READ;
@@ -432,6 +458,7 @@ fn gather(
     if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0 {
         let len = ctrl.inline_len as usize;
         if len > area || ctrl.inline_len > q.cap.max_inline_data {
+            q.counters.inc(Counter::RingErrors);
             return Err(WC_LOC_LEN_ERR);
         }
         data.extend_with(len, 0, GFP_KERNEL)
@@ -443,6 +470,7 @@ fn gather(
     }
     let n = ctrl.num_sge as usize;
     if n > q.cap.max_send_sge as usize || n * SRDMA_SGE_SIZE as usize > area {
+        q.counters.inc(Counter::RingErrors);
         return Err(WC_LOC_LEN_ERR);
     }
     for i in 0..n {
@@ -490,9 +518,11 @@ fn deliver(
     let pi = db.load(DB_RQ_PI).map_err(|_| Refused::Unreachable)?;
     let pending = pi.wrapping_sub(*ci);
     if pending == 0 {
+        d.counters.no_receive(d.qp_type == QpType::Rc);
         return Err(Refused::Rnr);
     }
     if pending > rq.wqe_cnt {
+        d.counters.inc(Counter::RingErrors);
         if warn_allowed() {
             pr_warn!(
                 "QP {}: RQ producer index out of range; QP in error\n",
@@ -517,7 +547,7 @@ fn deliver(
     if result.is_err() {
         wc.status = WC_LOC_LEN_ERR;
     }
-    complete(&d.recv_cq, &wc);
+    complete(&d.counters, &d.recv_cq, &wc);
     if result.is_err() {
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
@@ -542,6 +572,7 @@ fn scatter(
     if n > max_sge as usize
         || SRDMA_RQ_WQE_HDR_SIZE as usize + n * SRDMA_SGE_SIZE as usize > rq.wqe_size as usize
     {
+        d.counters.inc(Counter::RingErrors);
         return Err(Refused::Length);
     }
     let body = off + SRDMA_RQ_WQE_HDR_SIZE as usize;
