@@ -248,6 +248,7 @@ static void rnr_retry(void)
 	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct ibv_qp *a, *b, *c, *d;
 	struct ibv_wc wc;
+	int got;
 
 	/* rnr_retry 7 retries without end: the send waits for the receive posted later. */
 	if (!scq || !rcq || !(a = new_qp(scq, rcq, NULL)) || !(b = new_qp(scq, rcq, NULL)) ||
@@ -258,8 +259,10 @@ static void rnr_retry(void)
 	post_send(a, IBV_SEND_SIGNALED);
 	result(!poll_one(scq, &wc, 200), "rnr_retry 7: no completion while no receive is posted");
 	post_recv(b, NULL, 42);
-	result(poll_one(scq, &wc, 5000) && wc.status == IBV_WC_SUCCESS,
-	       "rnr_retry 7: the send succeeds once a receive is posted (status %d)", wc.status);
+	got = poll_one(scq, &wc, 5000);
+	result(got && wc.status == IBV_WC_SUCCESS,
+	       "rnr_retry 7: the send succeeds once a receive is posted (status %d)",
+	       got ? (int)wc.status : -1);
 	result(poll_one(rcq, &wc, 1000) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 42,
 	       "rnr_retry 7: and the receive completes");
 
@@ -271,8 +274,10 @@ static void rnr_retry(void)
 	}
 	post_send(c, IBV_SEND_SIGNALED);
 	result(!ibv_poll_cq(scq, 1, &wc), "rnr_retry 2: the refusal is not final at once");
-	result(poll_one(scq, &wc, 5000) && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
-	       "rnr_retry 2: RNR_RETRY_EXC_ERR after the retries (status %d)", wc.status);
+	got = poll_one(scq, &wc, 5000);
+	result(got && wc.status == IBV_WC_RNR_RETRY_EXC_ERR,
+	       "rnr_retry 2: RNR_RETRY_EXC_ERR after the retries (status %d)",
+	       got ? (int)wc.status : -1);
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 	ibv_destroy_qp(c);

@@ -23,6 +23,7 @@ mod object;
 pub mod pd;
 pub mod qp;
 pub mod srq;
+pub mod stats;
 pub mod uapi;
 pub mod ucontext;
 pub mod udata;

@@ -14,6 +14,7 @@ use super::{
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
     srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
+    stats::{self, Desc, Scope},
     ucontext::{Ucontext, User},
     udata::UData,
     wr::{RecvWrs, SendWrs},
@@ -228,6 +229,26 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn query_pkey(_dev: &Device<Self>, _port: u32, _index: u16) -> Result<u16> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Names the counters of port `port` (`alloc_hw_port_stats`); ib_core asks while it
+    /// registers the device, once for sysfs and once for its counter history, and frees what it
+    /// allocated itself. [`Driver::get_hw_stats`] fills in the values.
+    fn port_stats(_dev: &Device<Self>, _port: u32) -> &'static [Desc] {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Names the device-wide counters (`alloc_hw_device_stats`), for counters that belong to
+    /// no single port.
+    fn device_stats(_dev: &Device<Self>) -> &'static [Desc] {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Fills in `values`, one entry for each counter that [`Driver::port_stats`] (for
+    /// [`Scope::Port`]) or [`Driver::device_stats`] (for [`Scope::Device`]) named, in the same
+    /// order (`get_hw_stats`).
+    fn get_hw_stats(_dev: &Device<Self>, _scope: Scope, _values: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// A user context under construction, as passed to [`Driver::alloc_ucontext`]: it can already
@@ -417,6 +438,21 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
+        alloc_hw_port_stats: if T::HAS_PORT_STATS && T::HAS_GET_HW_STATS {
+            Some(Self::alloc_hw_port_stats)
+        } else {
+            None
+        },
+        alloc_hw_device_stats: if T::HAS_DEVICE_STATS && T::HAS_GET_HW_STATS {
+            Some(Self::alloc_hw_device_stats)
+        } else {
+            None
+        },
+        get_hw_stats: if T::HAS_GET_HW_STATS {
+            Some(Self::get_hw_stats)
+        } else {
+            None
+        },
         // SAFETY: The table holds only pointers and integers; zero means "not provided".
         ..unsafe { core::mem::MaybeUninit::<bindings::ib_device_ops>::zeroed().assume_init() }
     };
@@ -429,6 +465,57 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: The ops of `T` are only installed on devices allocated by `Device::<T>::alloc`
         // with initialised data, and ib_core calls `dealloc_driver` exactly once per device.
         unsafe { Device::drop_data(dev) };
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T`, as ib_core guarantees.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+        let dev = unsafe { Device::<T>::from_raw(ibdev) };
+        stats::alloc(T::port_stats(dev, port))
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T`, as ib_core guarantees.
+    unsafe extern "C" fn alloc_hw_device_stats(
+        ibdev: *mut bindings::ib_device,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+        let dev = unsafe { Device::<T>::from_raw(ibdev) };
+        stats::alloc(T::device_stats(dev))
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T` and `stats` one of the counter sets that
+    /// `alloc_hw_port_stats` (for `port` > 0) or `alloc_hw_device_stats` (for `port` 0) made for
+    /// it, whose values no one else accesses during the call (ib_core holds `stats->lock`, or
+    /// is still setting the counters up).
+    unsafe extern "C" fn get_hw_stats(
+        ibdev: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: crate::ffi::c_int,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+            let dev = unsafe { Device::<T>::from_raw(ibdev) };
+            if stats.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `stats` came from `stats::alloc` through our allocation operations and
+            // its values are ours for the call.
+            let values = unsafe { stats::values(stats) };
+            T::get_hw_stats(dev, Scope::from_port(port), values)?;
+            // All counters are filled in, whatever `index` asked for: ib_core then keeps them
+            // for the lifespan.
+            Ok(values.len() as crate::ffi::c_int)
+        })
     }
 
     /// # Safety

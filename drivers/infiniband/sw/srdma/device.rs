@@ -5,6 +5,7 @@
 use crate::params::*;
 use crate::{
     ah::SrdmaAh,
+    counters::{DeviceCounters, DESCS},
     cq::SrdmaCq,
     mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
     pd::SrdmaPd,
@@ -32,6 +33,7 @@ use kernel::{
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
         srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
+        stats::{Desc, Scope},
         uapi::SRDMA_ABI_VERSION,
         ucontext::User,
         udata::UData,
@@ -64,6 +66,8 @@ pub(crate) struct SrdmaDevice {
     kernel_db: DbPool,
     /// Processes the work that kernel callers post.
     worker: Arc<Worker>,
+    /// The hardware counters that destroyed QPs left behind; live QPs count in their own.
+    counters: Arc<DeviceCounters>,
 }
 
 impl SrdmaDevice {
@@ -82,6 +86,7 @@ impl SrdmaDevice {
             qps: new_table(QPN_MIN, QPN_MAX)?,
             mrs: new_table(MR_INDEX_MIN, MR_INDEX_MAX)?,
             atomics: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
+            counters: DeviceCounters::new()?,
         })
     }
 
@@ -103,6 +108,10 @@ impl SrdmaDevice {
 
     pub(crate) fn worker(&self) -> &Arc<Worker> {
         &self.worker
+    }
+
+    pub(crate) fn counters(&self) -> &Arc<DeviceCounters> {
+        &self.counters
     }
 
     pub(crate) fn next_cq_id(&self) -> u32 {
@@ -352,5 +361,17 @@ impl rdma::Driver for SrdmaDevice {
             return Err(EINVAL);
         }
         Ok(DEFAULT_PKEY)
+    }
+
+    fn port_stats(_dev: &Device<Self>, _port: u32) -> &'static [Desc] {
+        &DESCS
+    }
+
+    fn get_hw_stats(dev: &Device<Self>, scope: Scope, values: &mut [u64]) -> Result {
+        if scope != Scope::Port(PORT) {
+            return Err(EINVAL);
+        }
+        dev.counters.read(&dev.qps, values);
+        Ok(())
     }
 }

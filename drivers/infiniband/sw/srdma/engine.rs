@@ -8,6 +8,7 @@
 //! error state, as verbs defines.
 
 use crate::{
+    counters::{Counter, Counters},
     device::{SrdmaDevice, PORT},
     grh,
     mr::MrShared,
@@ -141,8 +142,10 @@ fn cqe(wr_id: u64, status: u32, opcode: u32, qp_num: u32) -> srdma_cqe {
     }
 }
 
-fn complete(cq: &crate::cq::CqShared, cqe: &srdma_cqe, solicited: bool) {
-    if cq.push(cqe, solicited).is_err() {
+fn complete(counters: &Counters, cq: &crate::cq::CqShared, cqe: &srdma_cqe, solicited: bool) {
+    let pushed = cq.push(cqe, solicited);
+    counters.completion(cqe, pushed.is_ok());
+    if pushed.is_err() {
         if warn_allowed() {
             pr_warn!("CQ overrun: a completion of QP {} is lost\n", cqe.qp_num);
         }
@@ -167,7 +170,7 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
         let off = (*ci & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
         // The wr_id is the first field of both SQ and RQ WQEs.
         let wr_id = ring.mem.read_obj::<u64>(off).unwrap_or(0);
-        complete(cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn), false);
+        complete(&q.counters, cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn), false);
         *ci = ci.wrapping_add(1);
     }
     *ci = pi;
@@ -177,6 +180,7 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
 /// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
 /// doorbell kick), in the process's own syscall.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
+    qp.shared.counters.inc(Counter::Kicks);
     let mut ci = qp.shared.sq_ci.lock();
     process_sq(qp.device(), &qp.shared, &mut ci)
 }
@@ -202,6 +206,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
     let pi = db.load(DB_SQ_PI)?;
     let pending = pi.wrapping_sub(*ci);
     if pending > q.sq.wqe_cnt {
+        q.counters.inc(Counter::RingErrors);
         if warn_allowed() {
             pr_warn!(
                 "QP {}: SQ producer index out of range; QP in error\n",
@@ -211,6 +216,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         q.enter_error();
         return Err(EINVAL);
     }
+    q.counters.doorbell(pending);
     let mut failed = false;
     for _ in 0..pending {
         let off = (*ci & (q.sq.wqe_cnt - 1)) as usize * q.sq.wqe_size as usize;
@@ -230,11 +236,19 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         } else if status == WC_SUCCESS {
             q.rnr.reset();
         }
+        if !failed {
+            q.counters.executed(ctrl.opcode, status);
+        }
         *ci = ci.wrapping_add(1);
         db.store(DB_SQ_CI, *ci)?;
         let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
         if status != WC_SUCCESS || signaled {
-            complete(&q.send_cq, &cqe(ctrl.wr_id, status, opcode, q.qpn), false);
+            complete(
+                &q.counters,
+                &q.send_cq,
+                &cqe(ctrl.wr_id, status, opcode, q.qpn),
+                false,
+            );
         }
         if status != WC_SUCCESS && !failed {
             q.enter_error();
@@ -265,7 +279,10 @@ fn execute(
         WR_RDMA_READ => WC_RDMA_READ,
         WR_ATOMIC_CMP_AND_SWP => WC_COMP_SWAP,
         WR_ATOMIC_FETCH_AND_ADD => WC_FETCH_ADD,
-        _ => return (WC_LOC_QP_OP_ERR, WC_SEND),
+        _ => {
+            q.counters.inc(Counter::RingErrors);
+            return (WC_LOC_QP_OP_ERR, WC_SEND);
+        }
     };
     match q.qp_type {
         QpType::Rc | QpType::Uc => {}
@@ -286,7 +303,11 @@ fn execute(
         Ok(data) => data,
         Err(status) => return (status, wc_op),
     };
-    let Some(dest) = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num) else {
+    q.counters
+        .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, data.len());
+    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
+    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    let Some(dest) = dest else {
         // RC retries until it gives up; UC does not know.
         let status = if q.qp_type == QpType::Rc {
             WC_RETRY_EXC_ERR
@@ -333,6 +354,7 @@ fn execute(
     let status = match result {
         Ok(()) => WC_SUCCESS,
         Err(Refused::Rnr(timer)) if q.qp_type == QpType::Rc => {
+            q.counters.inc(Counter::RcvdRnrErr);
             // The caller decides whether this is final or a retry.
             *rnr_timer = Some(timer);
             WC_RNR_RETRY_EXC_ERR
@@ -364,6 +386,8 @@ fn send_ud(
         Ok(data) => data,
         Err(status) => return status,
     };
+    q.counters
+        .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, data.len());
     let mtu = dev
         .netdev(PORT)
         .and_then(|ndev| Mtu::for_roce(ndev.mtu()))
@@ -380,7 +404,9 @@ fn send_ud(
     } else {
         ud.remote_qkey
     };
-    let Some(dest) = find_dest(&ud.dgid, ud.remote_qpn) else {
+    let dest = find_dest(&ud.dgid, ud.remote_qpn);
+    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    let Some(dest) = dest else {
         return WC_SUCCESS;
     };
     if !matches!(dest.qp.qp_type, QpType::Ud | QpType::Gsi) || dest.qp.attr.lock().qkey != qkey {
@@ -429,6 +455,7 @@ fn read_or_atomic(
         || n > q.cap.max_send_sge as usize
         || n * SRDMA_SGE_SIZE as usize > area
     {
+        q.counters.inc(Counter::RingErrors);
         return WC_LOC_LEN_ERR;
     }
     let body = off + SRDMA_SQ_WQE_HDR_SIZE as usize;
@@ -452,7 +479,9 @@ fn read_or_atomic(
     let Ok(remote) = q.sq.mem.read_obj::<srdma_wqe_remote>(off + 32) else {
         return WC_LOC_QP_OP_ERR;
     };
-    let Some(dest) = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num) else {
+    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
+    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    let Some(dest) = dest else {
         return WC_RETRY_EXC_ERR;
     };
     let atomic = ctrl.opcode != WR_RDMA_READ;
@@ -537,6 +566,7 @@ fn gather(
     if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0 {
         let len = ctrl.inline_len as usize;
         if len > area || ctrl.inline_len > q.cap.max_inline_data {
+            q.counters.inc(Counter::RingErrors);
             return Err(WC_LOC_LEN_ERR);
         }
         data.extend_with(len, 0, GFP_KERNEL)
@@ -548,6 +578,7 @@ fn gather(
     }
     let n = ctrl.num_sge as usize;
     if n > q.cap.max_send_sge as usize || n * SRDMA_SGE_SIZE as usize > area {
+        q.counters.inc(Counter::RingErrors);
         return Err(WC_LOC_LEN_ERR);
     }
     for i in 0..n {
@@ -619,9 +650,11 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     let pi = db.load(DB_RQ_PI).map_err(|_| Refused::Unreachable)?;
     let pending = pi.wrapping_sub(*ci);
     if pending == 0 {
+        d.counters.no_receive(d.qp_type == QpType::Rc);
         return Err(Refused::Rnr(d.attr.lock().min_rnr_timer));
     }
     if pending > rq.wqe_cnt {
+        d.counters.inc(Counter::RingErrors);
         if warn_allowed() {
             pr_warn!(
                 "QP {}: RQ producer index out of range; QP in error\n",
@@ -653,7 +686,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     if result.is_err() {
         wc.status = WC_LOC_LEN_ERR;
     }
-    complete(&d.recv_cq, &wc, msg.solicited);
+    complete(&d.counters, &d.recv_cq, &wc, msg.solicited);
     if result.is_err() {
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
@@ -678,6 +711,7 @@ fn scatter(
     if n > max_sge as usize
         || SRDMA_RQ_WQE_HDR_SIZE as usize + n * SRDMA_SGE_SIZE as usize > rq.wqe_size as usize
     {
+        d.counters.inc(Counter::RingErrors);
         return Err(Refused::Length);
     }
     let body = off + SRDMA_RQ_WQE_HDR_SIZE as usize;

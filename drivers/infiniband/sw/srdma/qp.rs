@@ -3,6 +3,7 @@
 //! Queue pairs: the work-queue rings, the QP number, and the IB state machine.
 
 use crate::{
+    counters::QpCounters,
     cq::CqShared,
     device::{SrdmaDevice, PORT},
     doorbell::DbRecord,
@@ -85,6 +86,8 @@ pub(crate) struct QpShared {
     pub(crate) recv_cq: Arc<CqShared>,
     /// The SRQ that receives come from, instead of `rq`.
     pub(crate) srq: Option<Arc<crate::srq::SrqShared>>,
+    /// What this QP did, as a requester and as a responder.
+    pub(crate) counters: QpCounters,
 }
 
 impl QpShared {
@@ -126,6 +129,12 @@ pub(crate) struct SrdmaQp {
     pub(crate) shared: Arc<QpShared>,
     _sq_entry: Option<MmapEntry>,
     _rq_entry: Option<MmapEntry>,
+}
+
+impl Drop for SrdmaQp {
+    fn drop(&mut self) {
+        self.shared.counters.retire();
+    }
 }
 
 fn sq_geometry(cap: &QpCap) -> (u32, u32) {
@@ -242,6 +251,7 @@ impl SrdmaQp {
                 send_cq,
                 recv_cq,
                 srq: attr.srq.map(|srq| srq.shared.clone()),
+                counters: QpCounters::new(dev.counters().clone()),
             },
             GFP_KERNEL,
         )?;

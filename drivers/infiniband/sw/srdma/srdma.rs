@@ -10,6 +10,7 @@
 use kernel::{net::notifier, prelude::*, rdma};
 
 mod ah;
+mod counters;
 mod cq;
 mod device;
 mod doorbell;

@@ -37,6 +37,15 @@ impl<V> IdTable<V> {
     pub(crate) fn get(&self, id: u32) -> Option<Arc<V>> {
         self.ids.get(&id).and_then(|v| v.clone())
     }
+
+    /// Calls `f` on every fully created object.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&V)) {
+        for (_, v) in self.ids.iter() {
+            if let Some(v) = v {
+                f(v);
+            }
+        }
+    }
 }
 
 /// A number taken from a table; given back when dropped.

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Hardware counters: what the device did, exactly, shown in
+//! `/sys/class/infiniband/<dev>/ports/1/hw_counters/` and by `rdma statistic`.
+//!
+//! Every QP counts into a block of its own ([`QpCounters`]): the send side is counted by the
+//! engine while it holds the QP's SQ lock, the receive side while it holds the QP's RQ lock,
+//! so an increment is a relaxed atomic add on a cache line no other QP writes; there is no
+//! lock and no device-wide line per WQE. A read sums the blocks of the device's QPs and the
+//! counts that destroyed QPs left behind ([`DeviceCounters`]); reads are rare, so the work goes
+//! there. Documentation/infiniband/srdma.rst says what increments each counter.
+
+use crate::{qp::QpShared, table::Table};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{
+    c_str, new_mutex,
+    prelude::*,
+    rdma::{stats::Desc, uapi::srdma_cqe},
+    sync::{Arc, Mutex},
+};
+
+/// Declares the counters: the [`Counter`] names and the table of their names for ib_core, in
+/// one order, so that the two cannot disagree.
+macro_rules! counters {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// One counter; the value is its index in [`DESCS`] and in a [`Counters`] block.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub(crate) enum Counter {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// The names of the counters, in the order of [`Counter`].
+        pub(crate) static DESCS: [Desc; NUM] = [$(Desc::new(c_str!($name)),)*];
+
+        /// The number of counters.
+        pub(crate) const NUM: usize = [$(stringify!($variant)),*].len();
+    };
+}
+
+counters! {
+    /// Request messages the requester handed to the backend (one per message: loopback has
+    /// no MTU segmentation and no acknowledgement packets).
+    SentPkts => "sent_pkts",
+    /// Request messages that reached a QP of this device.
+    RcvdPkts => "rcvd_pkts",
+    /// SEND and SEND with immediate WQEs that completed successfully.
+    RdmaSends => "rdma_sends",
+    /// Successful receive completions (SEND, RDMA WRITE with immediate).
+    RdmaRecvs => "rdma_recvs",
+    /// Messages that needed a receive WQE and found none posted.
+    OutOfBuffer => "out_of_buffer",
+    /// RNR NAKs received by RC requesters.
+    RcvdRnrErr => "rcvd_rnr_err",
+    /// RNR NAKs sent by RC responders.
+    SendRnrErr => "send_rnr_err",
+    /// RC WQEs that gave up because the destination did not answer.
+    RetryExceededErr => "retry_exceeded_err",
+    /// RC WQEs that gave up after RNR NAKs.
+    RetryRnrExceededErr => "retry_rnr_exceeded_err",
+    /// SEND and RDMA WRITE WQEs whose payload was inline in the WQE.
+    InlinePosts => "inline_posts",
+    /// Payload bytes of [`Counter::InlinePosts`].
+    InlineBytes => "inline_bytes",
+    /// SEND and RDMA WRITE WQEs whose payload was gathered from SGEs.
+    SgePosts => "sge_posts",
+    /// Payload bytes of [`Counter::SgePosts`].
+    SgeBytes => "sge_bytes",
+    /// Inline requests refused for size (by the provider; stays 0 until it reports them).
+    #[expect(dead_code, reason = "no mechanism reports it yet")]
+    InlineRefused => "inline_refused",
+    /// Kicks that found new WQEs behind the SQ doorbell.
+    Doorbells => "doorbells",
+    /// `post_send` calls of user QPs into the engine (syscalls).
+    Kicks => "kicks",
+    /// Wake-ups of a poller (stays 0 until the poller mode exists).
+    #[expect(dead_code, reason = "no mechanism reports it yet")]
+    PollerWakeups => "poller_wakeups",
+    /// Idle sleeps of a poller (stays 0 until the poller mode exists).
+    #[expect(dead_code, reason = "no mechanism reports it yet")]
+    PollerSleeps => "poller_sleeps",
+    /// CQEs written to a CQ.
+    Completions => "completions",
+    /// Error completions with `IBV_WC_LOC_PROT_ERR`.
+    ErrLocalProt => "err_local_prot",
+    /// Error completions with `IBV_WC_REM_ACCESS_ERR`.
+    ErrRemoteAccess => "err_remote_access",
+    /// Error completions with `IBV_WC_LOC_LEN_ERR`.
+    ErrLength => "err_length",
+    /// Completions with `IBV_WC_WR_FLUSH_ERR`.
+    ErrFlush => "err_flush",
+    /// CQEs lost because their CQ was full.
+    CqOverflows => "cq_overflows",
+    /// Ring contents refused as invalid: producer indices beyond the ring, unknown opcodes,
+    /// more SGEs or inline bytes than the queue was created for.
+    RingErrors => "ring_errors",
+}
+
+// `enum ibv_wc_status` values that have a counter.
+const WC_SUCCESS: u32 = 0;
+const WC_LOC_LEN_ERR: u32 = 1;
+const WC_LOC_PROT_ERR: u32 = 4;
+const WC_WR_FLUSH_ERR: u32 = 5;
+const WC_REM_ACCESS_ERR: u32 = 10;
+const WC_RETRY_EXC_ERR: u32 = 12;
+const WC_RNR_RETRY_EXC_ERR: u32 = 13;
+/// Receive completion opcodes (`IBV_WC_RECV` and above) have this bit.
+const WC_RECV: u32 = 128;
+// `enum ib_uverbs_wr_opcode` values of SENDs.
+const WR_SEND: u8 = 2;
+const WR_SEND_WITH_IMM: u8 = 3;
+
+/// A block of counters, one relaxed atomic each, on cache lines of its own.
+#[repr(align(64))]
+pub(crate) struct Counters {
+    v: [AtomicU64; NUM],
+}
+
+impl Counters {
+    fn new() -> Self {
+        Self {
+            v: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// Adds `n` to counter `c`.
+    #[inline]
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.v[c as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Adds one to counter `c`.
+    #[inline]
+    pub(crate) fn inc(&self, c: Counter) {
+        self.add(c, 1);
+    }
+
+    /// Counts a look at the SQ doorbell that found `pending` new WQEs.
+    pub(crate) fn doorbell(&self, pending: u32) {
+        if pending != 0 {
+            self.inc(Counter::Doorbells);
+        }
+    }
+
+    /// Counts the payload of a SEND or RDMA WRITE taken inline or from SGEs.
+    pub(crate) fn gathered(&self, inline: bool, bytes: usize) {
+        let (posts, total) = if inline {
+            (Counter::InlinePosts, Counter::InlineBytes)
+        } else {
+            (Counter::SgePosts, Counter::SgeBytes)
+        };
+        self.inc(posts);
+        self.add(total, bytes as u64);
+    }
+
+    /// Counts a request message from this (requester) QP to `dest`, if it reached one.
+    pub(crate) fn sent(&self, dest: Option<&Counters>) {
+        self.inc(Counter::SentPkts);
+        if let Some(dest) = dest {
+            dest.inc(Counter::RcvdPkts);
+        }
+    }
+
+    /// Counts a message that found the receive queue of this (responder) QP empty; `rc` says
+    /// whether an RNR NAK answers it.
+    pub(crate) fn no_receive(&self, rc: bool) {
+        self.inc(Counter::OutOfBuffer);
+        if rc {
+            self.inc(Counter::SendRnrErr);
+        }
+    }
+
+    /// Counts the outcome of an SQ WQE with opcode `opcode` that the engine carried out
+    /// (signaled or not), by its completion status.
+    pub(crate) fn executed(&self, opcode: u8, status: u32) {
+        match status {
+            WC_SUCCESS if matches!(opcode, WR_SEND | WR_SEND_WITH_IMM) => {
+                self.inc(Counter::RdmaSends)
+            }
+            WC_RETRY_EXC_ERR => self.inc(Counter::RetryExceededErr),
+            WC_RNR_RETRY_EXC_ERR => self.inc(Counter::RetryRnrExceededErr),
+            _ => {}
+        }
+    }
+
+    /// Counts a completion of this QP; `written` says whether the CQ had room for it.
+    pub(crate) fn completion(&self, cqe: &srdma_cqe, written: bool) {
+        self.inc(if written {
+            Counter::Completions
+        } else {
+            Counter::CqOverflows
+        });
+        let class = match cqe.status {
+            WC_SUCCESS if cqe.opcode & WC_RECV != 0 => Counter::RdmaRecvs,
+            WC_LOC_PROT_ERR => Counter::ErrLocalProt,
+            WC_REM_ACCESS_ERR => Counter::ErrRemoteAccess,
+            WC_LOC_LEN_ERR => Counter::ErrLength,
+            WC_WR_FLUSH_ERR => Counter::ErrFlush,
+            _ => return,
+        };
+        self.inc(class);
+    }
+
+    /// Moves every count of `self` to `to`; counts added to `self` meanwhile stay there.
+    fn drain_into(&self, to: &Counters) {
+        for (from, to) in self.v.iter().zip(to.v.iter()) {
+            let n = from.swap(0, Ordering::Relaxed);
+            if n != 0 {
+                to.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Adds the counts of `self` to `values`.
+    fn sum_into(&self, values: &mut [u64]) {
+        for (v, c) in values.iter_mut().zip(self.v.iter()) {
+            *v = v.wrapping_add(c.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// The counters of a device that belong to no live QP.
+pub(crate) struct DeviceCounters {
+    /// What destroyed QPs counted.
+    retired: Counters,
+    /// Held by readers and by a QP moving its counts to `retired`, so that a reader sees each
+    /// count in exactly one place. Taken before the QP table's lock.
+    lock: Pin<KBox<Mutex<()>>>,
+}
+
+impl DeviceCounters {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                retired: Counters::new(),
+                lock: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Writes the device's totals into `values` (one entry per counter, in [`DESCS`] order):
+    /// the counts of destroyed QPs plus those of every QP in `qps`.
+    pub(crate) fn read(&self, qps: &Table<QpShared>, values: &mut [u64]) {
+        values.fill(0);
+        let _guard = self.lock.lock();
+        self.retired.sum_into(values);
+        qps.lock()
+            .for_each(|q: &QpShared| q.counters.counts.sum_into(values));
+    }
+}
+
+/// The counters of one QP; what it counted stays in its device's totals after it is
+/// destroyed.
+pub(crate) struct QpCounters {
+    counts: Counters,
+    dev: Arc<DeviceCounters>,
+}
+
+impl QpCounters {
+    pub(crate) fn new(dev: Arc<DeviceCounters>) -> Self {
+        Self {
+            counts: Counters::new(),
+            dev,
+        }
+    }
+
+    /// Moves the counts so far to the device's totals, as the QP is destroyed; a message still
+    /// in flight to it is counted when the last reference goes.
+    pub(crate) fn retire(&self) {
+        let _guard = self.dev.lock.lock();
+        self.counts.drain_into(&self.dev.retired);
+    }
+}
+
+impl core::ops::Deref for QpCounters {
+    type Target = Counters;
+
+    fn deref(&self) -> &Counters {
+        &self.counts
+    }
+}
+
+impl Drop for QpCounters {
+    fn drop(&mut self) {
+        // The QP is out of the QP table (the table holds a reference), so readers no longer see
+        // these counts there; no lock, as the last reference may go while a table lock is
+        // held. Until here, a reader misses what arrived after `retire`.
+        self.counts.drain_into(&self.dev.retired);
+    }
+}

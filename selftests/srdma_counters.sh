@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Hardware counters: exact deltas for known work between two srdma devices on a veth pair
+# (srdma_counters.c), and `rdma statistic` agreeing with sysfs hw_counters.
+
+. "$(dirname "$0")/lib.sh"
+require_cmd rdma ip cc timeout
+load_srdma
+
+A=sd0 B=sd1
+cleanup() {
+	rdma link delete srdma_a 2>/dev/null
+	rdma link delete srdma_b 2>/dev/null
+	ip link del "$A" 2>/dev/null
+}
+trap cleanup EXIT
+cleanup
+setup_veth "$A" "$B" 10.51.0.1/24 10.51.0.2/24 || skip_all "cannot create a veth pair"
+sysctl -qw net.ipv4.conf.all.accept_local=1 "net.ipv4.conf.$A.accept_local=1" \
+	"net.ipv4.conf.$B.accept_local=1"
+rdma link add srdma_a type srdma netdev "$A" || skip_all "cannot create srdma_a"
+rdma link add srdma_b type srdma netdev "$B" || skip_all "cannot create srdma_b"
+
+hw=/sys/class/infiniband/srdma_a/ports/1/hw_counters
+check "sysfs: hw_counters/ exists with a lifespan" test -r "$hw/lifespan"
+nonzero=$(cd "$hw" && for f in *; do
+	[ "$f" = lifespan ] || [ "$(cat "$f")" = 0 ] || echo "$f"
+done)
+check_eq "a new device counts nothing yet" "" "$nonzero"
+
+bin=$(mktemp -d)/srdma_counters
+if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_counters.c" -libverbs -lpthread; then
+	log=$(dirname "$bin")/counters.tap
+	timeout 300 "$bin" srdma_a srdma_b > "$log" 2>&1
+	fold_tap counters < "$log"
+	# The program's diagnostics say which counter moved how; show them when something failed.
+	grep -q -e '^not ok' -e '^Bail out' "$log" && diag "$(grep '^#' "$log")"
+else
+	fail "build srdma_counters.c"
+fi
+
+# `rdma statistic show link DEV/1` prints "link DEV/1 NAME VALUE NAME VALUE ...". sysfs may
+# serve values cached for a lifespan (10 ms of jiffies), so compare until they agree.
+# compare DEV: prints the disagreements, nothing when every counter agrees.
+compare() {
+	local dev=$1 stat n=0 files file
+	stat=$(rdma statistic show link "$dev/1" 2>&1)
+	set -- $stat
+	shift 2
+	while [ $# -ge 2 ]; do
+		file=/sys/class/infiniband/$dev/ports/1/hw_counters/$1
+		[ "$(cat "$file" 2>/dev/null)" = "$2" ] || echo "$1: rdma $2, sysfs $(cat "$file" 2>&1)"
+		n=$((n + 1))
+		shift 2
+	done
+	files=$(ls "/sys/class/infiniband/$dev/ports/1/hw_counters" | grep -v -x -c lifespan)
+	[ "$n" -eq "$files" ] && [ "$n" -eq 25 ] || echo "$n counters from rdma, $files in sysfs"
+}
+for dev in srdma_a srdma_b; do
+	for _ in $(seq 20); do
+		bad=$(compare "$dev")
+		[ -z "$bad" ] && break
+		sleep 0.1
+	done
+	if [ -z "$bad" ]; then
+		ok "$dev: rdma statistic agrees with sysfs on all 25 counters"
+	else
+		fail "$dev: rdma statistic agrees with sysfs" "$bad"
+	fi
+done
+check_eq "srdma_a: sent_pkts moved" "yes" \
+	"$([ "$(cat /sys/class/infiniband/srdma_a/ports/1/hw_counters/sent_pkts)" -gt 0 ] && echo yes)"
+
+finish
