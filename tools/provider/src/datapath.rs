@@ -6,25 +6,23 @@
     reason = "the verbs constants keep their C names"
 )]
 
-use crate::ah::SrdmaAh;
 use crate::cq::SrdmaCq;
 use crate::driver::ibv_cmd_post_send;
 use crate::ffi::*;
 use crate::qp::SrdmaQp;
-use core::mem::size_of;
+use crate::wqe::{self, SqWqe};
 use core::ptr::{null_mut, read_volatile};
 use core::sync::atomic::{AtomicU32, Ordering};
 use libc::c_int;
 
 // Byte offsets in the doorbell records (`struct srdma_qp_db`, `struct srdma_cq_db`).
-const DB_SQ_PI: usize = 0;
+pub(crate) const DB_SQ_PI: usize = 0;
 const DB_RQ_PI: usize = 4;
-const DB_SQ_CI: usize = 8;
+pub(crate) const DB_SQ_CI: usize = 8;
 const DB_RQ_CI: usize = 12;
 const DB_CQ_CI: usize = 0;
 const DB_CQ_ARM: usize = 4;
 
-const HDR: usize = SRDMA_SQ_WQE_HDR_SIZE as usize;
 const SGE: usize = SRDMA_SGE_SIZE as usize;
 const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;
 const CQE: usize = SRDMA_CQE_SIZE as usize;
@@ -32,7 +30,7 @@ const CQE: usize = SRDMA_CQE_SIZE as usize;
 /// # Safety
 ///
 /// `db` must point to a mapped doorbell record with a 4-byte aligned word at `offset`.
-unsafe fn db_word<'a>(db: *mut u8, offset: usize) -> &'a AtomicU32 {
+pub(crate) unsafe fn db_word<'a>(db: *mut u8, offset: usize) -> &'a AtomicU32 {
     // SAFETY: Guaranteed by the caller; the kernel accesses the word atomically too.
     unsafe { AtomicU32::from_ptr(db.add(offset).cast()) }
 }
@@ -41,24 +39,15 @@ unsafe fn db_word<'a>(db: *mut u8, offset: usize) -> &'a AtomicU32 {
 ///
 /// # Safety
 ///
-/// `wqe` must be a mapped SQ slot of `size` bytes; `wr` a valid work request whose SGEs point
-/// to readable memory when it is inline.
+/// `wqe` must be a mapped SQ slot of `size` bytes that the caller holds exclusively; `wr` a
+/// valid work request whose SGEs point to readable memory when it is inline.
 unsafe fn build_send_wqe(
     q: &SrdmaQp,
     wr: &ibv_send_wr,
     wqe: *mut u8,
     size: usize,
 ) -> Result<(), c_int> {
-    let opcode = match wr.opcode {
-        ibv_wr_opcode_IBV_WR_SEND
-        | ibv_wr_opcode_IBV_WR_SEND_WITH_IMM
-        | ibv_wr_opcode_IBV_WR_RDMA_WRITE
-        | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
-        | ibv_wr_opcode_IBV_WR_RDMA_READ
-        | ibv_wr_opcode_IBV_WR_ATOMIC_CMP_AND_SWP
-        | ibv_wr_opcode_IBV_WR_ATOMIC_FETCH_AND_ADD => wr.opcode as u8,
-        _ => return Err(libc::EOPNOTSUPP),
-    };
+    let opcode = wqe::opcode(wr.opcode).ok_or(libc::EOPNOTSUPP)?;
     let n = usize::try_from(wr.num_sge).map_err(|_| libc::EINVAL)?;
     // SAFETY: `sg_list` holds `num_sge` entries (verbs contract).
     let sges = if n == 0 {
@@ -66,96 +55,34 @@ unsafe fn build_send_wqe(
     } else {
         unsafe { core::slice::from_raw_parts(wr.sg_list, n) }
     };
-    let mut flags = 0u8;
-    if wr.send_flags & ibv_send_flags_IBV_SEND_SIGNALED != 0 {
-        flags |= SRDMA_WQE_SIGNALED as u8;
-    }
-    if wr.send_flags & ibv_send_flags_IBV_SEND_SOLICITED != 0 {
-        flags |= SRDMA_WQE_SOLICITED as u8;
-    }
-    if wr.send_flags & ibv_send_flags_IBV_SEND_FENCE != 0 {
-        flags |= SRDMA_WQE_FENCE as u8;
-    }
-    let area = size - HDR;
-    let mut ctrl = srdma_wqe_ctrl {
-        wr_id: wr.wr_id,
-        opcode,
-        flags,
-        // SAFETY: Both members of the union are plain `u32`s.
-        imm_data: unsafe { wr.__bindgen_anon_1.imm_data },
-        ..Default::default()
-    };
+    // SAFETY: Both members of the union are plain `u32`s.
+    let imm_data = unsafe { wr.__bindgen_anon_1.imm_data };
+    let flags = wqe::wqe_flags(wr.send_flags);
+    // SAFETY: The slot is ours (caller guarantee).
+    let mut w = unsafe { SqWqe::new(wqe, size, wr.wr_id, opcode, flags, imm_data) };
     if wr.send_flags & ibv_send_flags_IBV_SEND_INLINE != 0 {
-        let total: usize = sges.iter().map(|s| s.length as usize).sum();
-        if total > q.geometry.max_inline_data as usize || total > area {
-            return Err(libc::EINVAL);
-        }
-        ctrl.flags |= SRDMA_WQE_INLINE as u8;
-        ctrl.inline_len = total as u32;
-        let mut at = HDR;
-        for s in sges {
-            // SAFETY: Inline SGEs name readable memory of the caller (verbs contract); the
-            // destination lies within the slot (`total <= area`).
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    s.addr as usize as *const u8,
-                    wqe.add(at),
-                    s.length as usize,
-                )
-            };
-            at += s.length as usize;
-        }
+        let bufs = sges
+            .iter()
+            .map(|s| (s.addr as usize as *const u8, s.length as usize));
+        // SAFETY: Inline SGEs name readable memory of the caller (verbs contract).
+        unsafe { w.inline(bufs, q.geometry.max_inline_data as usize)? };
     } else {
-        if n * SGE > area {
-            return Err(libc::EINVAL);
-        }
-        ctrl.num_sge = n as u16;
-        for (i, s) in sges.iter().enumerate() {
-            let sge = srdma_sge {
-                addr: s.addr,
-                length: s.length,
-                lkey: s.lkey,
-            };
-            // SAFETY: Within the slot (`n * SGE <= area`).
-            unsafe {
-                wqe.add(HDR + i * SGE)
-                    .cast::<srdma_sge>()
-                    .write_unaligned(sge)
-            };
-        }
+        w.sges(sges)?;
     }
-    let remote = match wr.opcode {
+    match wr.opcode {
         ibv_wr_opcode_IBV_WR_RDMA_WRITE
         | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
         | ibv_wr_opcode_IBV_WR_RDMA_READ => {
             // SAFETY: RDMA work requests use the `rdma` member.
             let rdma = unsafe { wr.wr.rdma };
-            Some(srdma_wqe_remote {
-                remote_addr: rdma.remote_addr,
-                rkey: rdma.rkey,
-                ..Default::default()
-            })
+            w.remote(rdma.remote_addr, rdma.rkey, 0, 0);
         }
         ibv_wr_opcode_IBV_WR_ATOMIC_CMP_AND_SWP | ibv_wr_opcode_IBV_WR_ATOMIC_FETCH_AND_ADD => {
             // SAFETY: Atomic work requests use the `atomic` member.
-            let atomic = unsafe { wr.wr.atomic };
-            Some(srdma_wqe_remote {
-                remote_addr: atomic.remote_addr,
-                rkey: atomic.rkey,
-                compare_add: atomic.compare_add,
-                swap: atomic.swap,
-                ..Default::default()
-            })
+            let a = unsafe { wr.wr.atomic };
+            w.remote(a.remote_addr, a.rkey, a.compare_add, a.swap);
         }
-        _ => None,
-    };
-    if let Some(remote) = remote {
-        // SAFETY: The remote segment follows the control segment within the header.
-        unsafe {
-            wqe.add(size_of::<srdma_wqe_ctrl>())
-                .cast::<srdma_wqe_remote>()
-                .write_unaligned(remote)
-        };
+        _ => {}
     }
     if q.vqp.qp_ex.qp_base.qp_type == ibv_qp_type_IBV_QPT_UD {
         // SAFETY: UD work requests use the `ud` member.
@@ -164,33 +91,10 @@ unsafe fn build_send_wqe(
             return Err(libc::EINVAL);
         }
         // SAFETY: A non-null AH of a UD work request is one of ours (verbs contract).
-        let seg = unsafe { ud_segment(&*ud.ah.cast::<SrdmaAh>(), ud.remote_qpn, ud.remote_qkey) };
-        // SAFETY: The UD segment follows the control segment within the header.
-        unsafe {
-            wqe.add(size_of::<srdma_wqe_ctrl>())
-                .cast::<srdma_wqe_ud>()
-                .write_unaligned(seg)
-        };
+        w.ud(unsafe { crate::wqe::ud_segment(ud.ah, ud.remote_qpn, ud.remote_qkey) });
     }
-    // SAFETY: The control segment starts the slot.
-    unsafe { wqe.cast::<srdma_wqe_ctrl>().write_unaligned(ctrl) };
+    w.finish();
     Ok(())
-}
-
-/// Returns the UD segment of a WQE that sends to `remote_qpn` through `ah`.
-pub(crate) fn ud_segment(ah: &SrdmaAh, remote_qpn: u32, remote_qkey: u32) -> srdma_wqe_ud {
-    let grh = &ah.attr.grh;
-    srdma_wqe_ud {
-        remote_qpn,
-        remote_qkey,
-        // SAFETY: Every member of the GID union is 16 bytes of plain data.
-        dgid: unsafe { grh.dgid.raw },
-        sgid_index: grh.sgid_index,
-        hop_limit: grh.hop_limit,
-        traffic_class: grh.traffic_class,
-        sl: ah.attr.sl,
-        flow_label: grh.flow_label,
-    }
 }
 
 pub(crate) unsafe extern "C" fn post_send(
@@ -201,9 +105,7 @@ pub(crate) unsafe extern "C" fn post_send(
     // SAFETY: `ibqp` is a QP of ours.
     let q = unsafe { &*ibqp.cast::<SrdmaQp>() };
     let g = q.geometry;
-    let Ok(mut pi) = q.sq_pi.lock() else {
-        return libc::EIO;
-    };
+    let mut pi = q.sq_pi.lock();
     // SAFETY: The doorbell record is mapped while the QP exists.
     let (db_pi, db_ci) = unsafe { (db_word(q.db, DB_SQ_PI), db_word(q.db, DB_SQ_CI)) };
     let mut ret = 0;

@@ -2,6 +2,7 @@
 //! `IBVERBS_PRIVATE_34`) that srdma uses. rdma-core does not install that header, so these are
 //! declared here from its documented layout; the tests at the bottom pin the sizes and offsets.
 
+use crate::ffi::{ib_uverbs_create_qp_resp, ibv_qp_init_attr_ex};
 use crate::ffi::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_srq, ibv_srq_attr, ibv_srq_init_attr};
 use crate::ffi::{ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr_ex, ibv_pd};
 use crate::ffi::{ibv_port_attr, ibv_qp, ibv_qp_attr, ibv_qp_ex, ibv_qp_init_attr};
@@ -60,6 +61,9 @@ pub struct VerbsDevice {
     pub core_support: u64,
 }
 
+/// `VERBS_QP_EX` in `verbs_qp.comp_mask`: the QP has a `struct ibv_qp_ex` (`ibv_qp_to_qp_ex`).
+pub const VERBS_QP_EX: u32 = 1 << 1;
+
 /// `struct verbs_qp`: libibverbs reads `comp_mask` of every QP, so each QP is one of these.
 #[repr(C)]
 pub struct VerbsQp {
@@ -114,6 +118,7 @@ pub mod op {
     pub const ALLOC_PD: usize = 5;
     pub const CREATE_CQ: usize = 15;
     pub const CREATE_QP: usize = 19;
+    pub const CREATE_QP_EX: usize = 20;
     pub const DEALLOC_PD: usize = 26;
     pub const DESTROY_CQ: usize = 31;
     pub const DESTROY_QP: usize = 34;
@@ -195,6 +200,15 @@ extern "C" {
         cmd: *mut c_void,
         cmd_size: usize,
         resp: *mut c_void,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_create_qp_ex(
+        ctx: *mut ibv_context,
+        qp: *mut VerbsQp,
+        attr_ex: *mut ibv_qp_init_attr_ex,
+        cmd: *mut c_void,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_create_qp_resp,
         resp_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_modify_qp(
@@ -291,6 +305,84 @@ mod tests {
         assert_eq!(size_of::<VerbsMr>(), 56);
         assert_eq!(size_of::<VerbsSrq>(), 160);
         assert_eq!(size_of::<ibv_ah>(), 24);
+    }
+
+    // The members of `struct verbs_context_ops` in rdma-core 44.0, in order.
+    const CONTEXT_OPS_44: &str = "\
+        advise_mr alloc_dm alloc_mw alloc_null_mr alloc_parent_domain alloc_pd alloc_td \
+        async_event attach_counters_point_flow attach_mcast bind_mw close_xrcd cq_event \
+        create_ah create_counters create_cq create_cq_ex create_flow create_flow_action_esp \
+        create_qp create_qp_ex create_rwq_ind_table create_srq create_srq_ex create_wq \
+        dealloc_mw dealloc_pd dealloc_td dereg_mr destroy_ah destroy_counters destroy_cq \
+        destroy_flow destroy_flow_action destroy_qp destroy_rwq_ind_table destroy_srq \
+        destroy_wq detach_mcast free_context free_dm get_srq_num import_dm import_mr import_pd \
+        modify_cq modify_flow_action_esp modify_qp modify_qp_rate_limit modify_srq modify_wq \
+        open_qp open_xrcd poll_cq post_recv post_send post_srq_ops post_srq_recv \
+        query_device_ex query_ece query_port query_qp query_qp_data_in_order query_rt_values \
+        query_srq read_counters reg_dm_mr reg_dmabuf_mr reg_mr req_notify_cq rereg_mr \
+        resize_cq set_ece unimport_dm unimport_mr unimport_pd";
+
+    #[test]
+    fn context_op_slots() {
+        let names: Vec<&str> = CONTEXT_OPS_44.split_whitespace().collect();
+        assert_eq!(
+            names.len(),
+            size_of::<VerbsContextOps>() / size_of::<usize>()
+        );
+        let slot = |name: &str| names.iter().position(|n| *n == name).unwrap();
+        let ours = [
+            (op::ALLOC_PD, "alloc_pd"),
+            (op::CREATE_AH, "create_ah"),
+            (op::CREATE_CQ, "create_cq"),
+            (op::CREATE_QP, "create_qp"),
+            (op::CREATE_QP_EX, "create_qp_ex"),
+            (op::CREATE_SRQ, "create_srq"),
+            (op::DEALLOC_PD, "dealloc_pd"),
+            (op::DEREG_MR, "dereg_mr"),
+            (op::DESTROY_AH, "destroy_ah"),
+            (op::DESTROY_CQ, "destroy_cq"),
+            (op::DESTROY_QP, "destroy_qp"),
+            (op::DESTROY_SRQ, "destroy_srq"),
+            (op::FREE_CONTEXT, "free_context"),
+            (op::MODIFY_QP, "modify_qp"),
+            (op::MODIFY_SRQ, "modify_srq"),
+            (op::POLL_CQ, "poll_cq"),
+            (op::POST_RECV, "post_recv"),
+            (op::POST_SEND, "post_send"),
+            (op::POST_SRQ_RECV, "post_srq_recv"),
+            (op::QUERY_DEVICE_EX, "query_device_ex"),
+            (op::QUERY_PORT, "query_port"),
+            (op::QUERY_QP, "query_qp"),
+            (op::QUERY_SRQ, "query_srq"),
+            (op::REG_MR, "reg_mr"),
+            (op::REQ_NOTIFY_CQ, "req_notify_cq"),
+            (op::RESIZE_CQ, "resize_cq"),
+        ];
+        for (index, name) in ours {
+            assert_eq!(index, slot(name), "{name}");
+        }
+    }
+
+    // What the work-request API relies on in `struct ibv_qp_ex` and `struct ibv_qp_init_attr_ex`
+    // (measured with rdma-core 44.0's verbs.h, x86_64).
+    #[test]
+    fn qp_ex_layouts() {
+        use crate::ffi::{ibv_data_buf, ibv_qp_ex};
+        assert_eq!(size_of::<ibv_qp_ex>(), 352);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_id), 168);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_flags), 176);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_atomic_cmp_swp), 184);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_set_ud_addr), 272);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_set_inline_data), 288);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_set_sge_list), 312);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_start), 320);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_abort), 336);
+        assert_eq!(offset_of!(ibv_qp_ex, wr_atomic_write), 344);
+        assert_eq!(offset_of!(VerbsQp, qp_ex), 0);
+        assert_eq!(size_of::<ibv_qp_init_attr_ex>(), 136);
+        assert_eq!(offset_of!(ibv_qp_init_attr_ex, comp_mask), 60);
+        assert_eq!(offset_of!(ibv_qp_init_attr_ex, send_ops_flags), 128);
+        assert_eq!(size_of::<ibv_data_buf>(), 16);
     }
 
     // srdma's ring formats, as the ABI header promises them.

@@ -11,10 +11,13 @@ pub mod cq;
 pub mod datapath;
 pub mod driver;
 pub mod ffi;
+pub mod lock;
 pub mod mr;
 pub mod pd;
 pub mod qp;
 pub mod srq;
+pub mod wqe;
+pub mod wr;
 
 use driver::{
     verbs_register_driver_34, VerbsDevice, VerbsDeviceOps, VerbsMatchEnt, RDMA_DRIVER_SRDMA,

@@ -3,7 +3,9 @@
 use crate::context::{map, SrdmaContext};
 use crate::driver::*;
 use crate::ffi::*;
+use crate::lock::SqLock;
 use crate::{create_with, set_errno};
+use core::cell::UnsafeCell;
 use core::mem::size_of;
 use core::ptr::null_mut;
 use libc::{c_int, c_void};
@@ -18,8 +20,11 @@ pub struct SrdmaQp {
     pub rq_len: usize,
     pub db: *mut u8,
     pub geometry: srdma_create_qp_resp,
-    /// The SQ producer index; the lock serialises posting.
-    pub sq_pi: std::sync::Mutex<u32>,
+    /// The SQ producer index; the lock serialises posting (one `ibv_post_send`, or
+    /// `ibv_wr_start` to `ibv_wr_complete`).
+    pub sq_pi: SqLock<u32>,
+    /// The work requests `ibv_wr_*` are building; only touched with `sq_pi` held.
+    pub(crate) wr: UnsafeCell<crate::wr::Batch>,
     /// The RQ producer index; the lock serialises posting.
     pub rq_pi: std::sync::Mutex<u32>,
 }
@@ -61,12 +66,12 @@ impl SrdmaQp {
     }
 }
 
-pub(crate) unsafe extern "C" fn create_qp(
-    pd: *mut ibv_pd,
-    attr: *mut ibv_qp_init_attr,
-) -> *mut ibv_qp {
-    // SAFETY: `pd` is a PD of one of our contexts.
-    let ctx = unsafe { SrdmaContext::from_ibv((*pd).context) };
+/// Creates a QP with the create command `cmd` (given the QP and the response buffer) and maps
+/// its rings; sets `errno` and returns null on failure.
+fn create(
+    ctx: &SrdmaContext,
+    cmd: impl FnOnce(*mut SrdmaQp, *mut CreateQpResp) -> c_int,
+) -> *mut SrdmaQp {
     let qp = SrdmaQp {
         // SAFETY: All-zero is the expected initial state of the C parts.
         vqp: unsafe { core::mem::zeroed() },
@@ -76,26 +81,12 @@ pub(crate) unsafe extern "C" fn create_qp(
         rq_len: 0,
         db: null_mut(),
         geometry: srdma_create_qp_resp::default(),
-        sq_pi: std::sync::Mutex::new(0),
+        sq_pi: SqLock::new(0),
+        wr: UnsafeCell::new(Default::default()),
         rq_pi: std::sync::Mutex::new(0),
     };
     let mut resp = CreateQpResp::default();
-    let Some(qp) = create_with(qp, |qp| {
-        // `struct ibv_create_qp`, filled by the library; srdma adds no request data.
-        let mut cmd = [0u64; 8];
-        // SAFETY: Valid PD, attributes, object and buffers of the sizes given.
-        unsafe {
-            ibv_cmd_create_qp(
-                pd,
-                qp.cast(),
-                attr,
-                cmd.as_mut_ptr().cast(),
-                size_of::<[u64; 8]>(),
-                (&mut resp as *mut CreateQpResp).cast(),
-                size_of::<CreateQpResp>(),
-            )
-        }
-    }) else {
+    let Some(qp) = create_with(qp, |qp| cmd(qp, &mut resp)) else {
         return null_mut();
     };
     // SAFETY: `qp` is ours until returned.
@@ -110,6 +101,71 @@ pub(crate) unsafe extern "C" fn create_qp(
         }
         set_errno(e);
         return null_mut();
+    }
+    qp
+}
+
+pub(crate) unsafe extern "C" fn create_qp(
+    pd: *mut ibv_pd,
+    attr: *mut ibv_qp_init_attr,
+) -> *mut ibv_qp {
+    // SAFETY: `pd` is a PD of one of our contexts.
+    let ctx = unsafe { SrdmaContext::from_ibv((*pd).context) };
+    create(ctx, |qp, resp| {
+        // `struct ibv_create_qp`, filled by the library; srdma adds no request data.
+        let mut cmd = [0u64; 8];
+        // SAFETY: Valid PD, attributes, object and buffers of the sizes given.
+        unsafe {
+            ibv_cmd_create_qp(
+                pd,
+                qp.cast(),
+                attr,
+                cmd.as_mut_ptr().cast(),
+                size_of::<[u64; 8]>(),
+                resp.cast(),
+                size_of::<CreateQpResp>(),
+            )
+        }
+    })
+    .cast()
+}
+
+/// `ibv_create_qp_ex`: a QP that may have the work-request API (`ibv_qp_to_qp_ex`).
+pub(crate) unsafe extern "C" fn create_qp_ex(
+    context: *mut ibv_context,
+    attr: *mut ibv_qp_init_attr_ex,
+) -> *mut ibv_qp {
+    // SAFETY: `attr` is valid for the call.
+    let a = unsafe { &*attr };
+    if let Err(e) = crate::wr::check_init_attr(a) {
+        set_errno(e);
+        return null_mut();
+    }
+    let want_ops = a.comp_mask & ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0;
+    let (qp_type, ops) = (a.qp_type, a.send_ops_flags);
+    // SAFETY: `context` is one of our contexts.
+    let ctx = unsafe { SrdmaContext::from_ibv(context) };
+    let qp = create(ctx, |qp, resp| {
+        // `struct ibv_create_qp`, filled by the library; srdma adds no request data.
+        let mut cmd = [0u64; 8];
+        // SAFETY: Valid context, attributes, object and buffers of the sizes given.
+        unsafe {
+            ibv_cmd_create_qp_ex(
+                context,
+                qp.cast(),
+                attr,
+                cmd.as_mut_ptr().cast(),
+                size_of::<[u64; 8]>(),
+                resp.cast(),
+                size_of::<CreateQpResp>(),
+            )
+        }
+    });
+    if !qp.is_null() && want_ops {
+        // SAFETY: The QP is ours until returned.
+        let vqp = unsafe { &mut (*qp).vqp };
+        crate::wr::install(&mut vqp.qp_ex, qp_type, ops);
+        vqp.comp_mask |= VERBS_QP_EX;
     }
     qp.cast()
 }
