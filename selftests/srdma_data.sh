@@ -77,6 +77,30 @@ if cc -O2 -Wall -o "$events" "$(dirname "$0")/srdma_events.c" -libverbs; then
 else
 	fail "build srdma_events.c"
 fi
+# Doorbell mode "poll": the same programs with the devices' pollers watching the doorbells.
+hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
+mode=/sys/class/infiniband/srdma_a/doorbell_mode
+check_eq "doorbell_mode: kick by default" kick "$(cat "$mode")"
+check_fails_with "doorbell_mode: other values are refused" "Invalid argument" \
+	sh -c "echo fast > $mode"
+w0=$(hw srdma_a poller_wakeups) s0=$(hw srdma_a poller_sleeps)
+pingpong ibv_rc_pingpong "kick mode: ibv_rc_pingpong" -n 100 -c
+check_eq "kick mode: the poller never woke" "$w0 $s0" \
+	"$(hw srdma_a poller_wakeups) $(hw srdma_a poller_sleeps)"
+echo poll > "$mode"
+echo poll > /sys/class/infiniband/srdma_b/doorbell_mode
+check_eq "doorbell_mode: poll reads back" poll "$(cat "$mode")"
+k0=$(hw srdma_a kicks) d0=$(hw srdma_a doorbells)
+pingpong ibv_rc_pingpong "poll mode: ibv_rc_pingpong, buffers checked" -n 200 -c
+pingpong ibv_ud_pingpong "poll mode: ibv_ud_pingpong" -n 50 -s 512
+check "poll mode: the poller woke and slept" \
+	test "$(hw srdma_a poller_wakeups)" -gt "$w0" -a "$(hw srdma_a poller_sleeps)" -gt "$s0"
+check "poll mode: fewer kicks than doorbells" \
+	test $(($(hw srdma_a kicks) - k0)) -lt $(($(hw srdma_a doorbells) - d0))
+fold_tap data-poll < <(timeout 120 "$bin" srdma_a 2>&1)
+fold_tap events-poll < <(timeout 120 "$events" srdma_a 2>&1)
+echo kick > "$mode"
+echo kick > /sys/class/infiniband/srdma_b/doorbell_mode
 fuzz=$(dirname "$bin")/srdma_fuzz
 if cc -O2 -Wall -Wno-unused-result -o "$fuzz" "$(dirname "$0")/srdma_fuzz.c" -libverbs; then
 	fold_tap fuzz < <(timeout 300 "$fuzz" srdma_a 3000 2>&1)

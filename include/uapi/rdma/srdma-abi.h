@@ -51,6 +51,33 @@ struct srdma_cq_db {
 #define SRDMA_CQ_ARM_NEXT	1	/* the next completion of any kind */
 #define SRDMA_CQ_ARM_SOLICITED	2	/* the next solicited or error completion */
 
+/* Where a queue's doorbell record lives: mmap the page at db_mmap_key, add db_offset. */
+struct srdma_db_loc {
+	__aligned_u64 db_mmap_key;
+	__u32 db_offset;
+	__u32 reserved;
+};
+
+/*
+ * Doorbell modes: how the kernel learns of new send work of a context.
+ * KICK: after storing an SQ producer index the provider issues an empty post_send command (the
+ *       kick), and the kernel processes the SQ in that syscall.
+ * POLL: a kernel poller watches the doorbell records of the context's QPs. Before it sleeps it
+ *       sets SRDMA_CTX_NEED_WAKEUP in the context record, then looks at the doorbells once more;
+ *       the provider stores the producer index, issues a full barrier, and kicks only if it
+ *       then sees the flag. The kick processes the SQ and wakes the poller.
+ */
+#define SRDMA_DB_MODE_KICK	0
+#define SRDMA_DB_MODE_POLL	1
+
+/* The context record (a doorbell record of the context, in poll mode). */
+struct srdma_ctx_db {
+	__u32 flags;		/* SRDMA_CTX_* (the kernel writes) */
+	__u32 reserved[3];
+};
+
+#define SRDMA_CTX_NEED_WAKEUP	(1 << 0)
+
 /* Response of alloc_ucontext (ibv_open_device). */
 struct srdma_alloc_ucontext_resp {
 	__u32 abi_version;	/* SRDMA_ABI_VERSION */
@@ -59,14 +86,11 @@ struct srdma_alloc_ucontext_resp {
 	__u32 cqe_size;		/* SRDMA_CQE_SIZE */
 	__u32 db_page_size;	/* SRDMA_DB_PAGE_SIZE */
 	__u32 db_record_size;	/* SRDMA_DB_RECORD_SIZE */
+	__u32 doorbell_mode;	/* SRDMA_DB_MODE_* of the context */
+	__u32 reserved;
+	struct srdma_db_loc ctx_db;	/* the context record, in poll mode */
 };
 
-/* Where a queue's doorbell record lives: mmap the page at db_mmap_key, add db_offset. */
-struct srdma_db_loc {
-	__aligned_u64 db_mmap_key;
-	__u32 db_offset;
-	__u32 reserved;
-};
 
 /*
  * Response of create_cq and resize_cq. The ring (cqe_cnt entries of cqe_size bytes) is mmap'ed

@@ -29,7 +29,15 @@ struct Header {
     /// The driver type that allocated the device; checked before a looked-up `ib_device` is
     /// turned into a `Device<T>`.
     type_id: TypeId,
+    /// The driver's sysfs attributes ([`Driver::SYSFS_ATTRS`]), the null-terminated list of
+    /// them and their group: in the device's own allocation, which outlives the sysfs files.
+    sysfs_attrs: [bindings::device_attribute; MAX_SYSFS_ATTRS],
+    sysfs_list: [*mut bindings::attribute; MAX_SYSFS_ATTRS + 1],
+    sysfs_group: bindings::attribute_group,
 }
+
+/// The most sysfs attributes a driver may declare in [`Driver::SYSFS_ATTRS`].
+pub const MAX_SYSFS_ATTRS: usize = 4;
 
 /// An RDMA device of driver `T`: ib_core's `struct ib_device` followed by the driver's data.
 ///
@@ -96,6 +104,8 @@ impl<T: Driver> Device<T> {
         }
         let mut ops = Adapter::<T>::OPS;
         ops.owner = module.as_ptr();
+        // SAFETY: `this` is the new device, not shared yet.
+        ops.device_group = unsafe { Self::init_sysfs(this) };
         // SAFETY: `ibdev` is a valid, unregistered device; `ib_set_device_ops` copies the table.
         unsafe {
             bindings::ib_set_device_ops(ibdev, &ops);
@@ -135,6 +145,37 @@ impl<T: Driver> Device<T> {
     pub(crate) unsafe fn drop_data(this: *mut Self) {
         // SAFETY: The caller guarantees that the data is initialised and unused.
         unsafe { core::ptr::drop_in_place(addr_of_mut!((*this).data)) };
+    }
+
+    /// Prepares the driver's sysfs attributes ([`Driver::SYSFS_ATTRS`]) in the device's header
+    /// and returns their group for `ib_device_ops.device_group` (null without attributes);
+    /// registration creates the files.
+    ///
+    /// # Safety
+    ///
+    /// `this` must be a device being allocated, zeroed and not shared yet.
+    unsafe fn init_sysfs(this: *mut Self) -> *const bindings::attribute_group {
+        let names = T::SYSFS_ATTRS;
+        if names.is_empty() || !T::HAS_SYSFS_SHOW {
+            return core::ptr::null();
+        }
+        // SAFETY: The header fields lie in the device's zeroed allocation (caller guarantee),
+        // which lives until the device is freed, after its sysfs files are gone.
+        unsafe {
+            let h = addr_of_mut!((*this).header);
+            for (i, name) in names.iter().take(MAX_SYSFS_ATTRS).enumerate() {
+                let a = addr_of_mut!((*h).sysfs_attrs[i]);
+                (*a).attr.name = name.as_char_ptr();
+                (*a).attr.mode = if T::HAS_SYSFS_STORE { 0o644 } else { 0o444 };
+                (*a).show = Some(sysfs_show::<T>);
+                if T::HAS_SYSFS_STORE {
+                    (*a).store = Some(sysfs_store::<T>);
+                }
+                (*h).sysfs_list[i] = addr_of_mut!((*a).attr);
+            }
+            (*h).sysfs_group.attrs = addr_of_mut!((*h).sysfs_list).cast();
+            addr_of_mut!((*h).sysfs_group).cast_const()
+        }
     }
 
     /// Returns the raw `struct ib_device` pointer.
@@ -395,5 +436,63 @@ impl<T: Driver> Drop for DriverGuard<T> {
         // they run the module's code, so they finish before it goes.
         // SAFETY: Flushing a system workqueue from process context is allowed.
         unsafe { bindings::__flush_workqueue(bindings::system_unbound_wq) };
+    }
+}
+
+/// Returns the device and the index of the attribute that sysfs calls about.
+///
+/// # Safety
+///
+/// `dev` must be the `struct device` of a live device of `T` and `attr` one of its
+/// [`Driver::SYSFS_ATTRS`] set up by `Unregistered::register`.
+unsafe fn sysfs_target<'a, T: Driver>(
+    dev: *mut bindings::device,
+    attr: *mut bindings::device_attribute,
+) -> (&'a Device<T>, usize) {
+    // `dev` is a member of an anonymous union of `struct ib_device`, at its start.
+    let offset = core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1);
+    // SAFETY: `dev` is the `dev` member of an `ib_device` of `T` (caller guarantee).
+    let this = unsafe { Device::<T>::from_raw(dev.cast::<u8>().sub(offset).cast()) };
+    // SAFETY: `attr` is an element of the header's array (caller guarantee).
+    let index = unsafe { attr.cast_const().offset_from(this.header.sysfs_attrs.as_ptr()) };
+    (this, index as usize)
+}
+
+/// # Safety
+///
+/// Called by sysfs for an attribute that `Unregistered::register` set up, with a buffer of
+/// `PAGE_SIZE` bytes.
+unsafe extern "C" fn sysfs_show<T: Driver>(
+    dev: *mut bindings::device,
+    attr: *mut bindings::device_attribute,
+    buf: *mut crate::ffi::c_char,
+) -> isize {
+    // SAFETY: sysfs calls for one of our attributes while the device exists.
+    let (this, index) = unsafe { sysfs_target::<T>(dev, attr) };
+    // SAFETY: sysfs passes a page-sized buffer, ours during the call.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), crate::page::PAGE_SIZE) };
+    match T::sysfs_show(this, index, out) {
+        Ok(n) => n.min(crate::page::PAGE_SIZE) as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// # Safety
+///
+/// Called by sysfs for an attribute that `Unregistered::register` set up, with `count` bytes
+/// at `buf`.
+unsafe extern "C" fn sysfs_store<T: Driver>(
+    dev: *mut bindings::device,
+    attr: *mut bindings::device_attribute,
+    buf: *const crate::ffi::c_char,
+    count: usize,
+) -> isize {
+    // SAFETY: sysfs calls for one of our attributes while the device exists.
+    let (this, index) = unsafe { sysfs_target::<T>(dev, attr) };
+    // SAFETY: sysfs passes `count` readable bytes, valid during the call.
+    let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
+    match T::sysfs_store(this, index, input) {
+        Ok(()) => count as isize,
+        Err(e) => e.to_errno() as isize,
     }
 }

@@ -88,6 +88,23 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Names of the driver's own sysfs attributes of each device
+    /// (`/sys/class/infiniband/<dev>/<name>`), at most [`super::device::MAX_SYSFS_ATTRS`]; they
+    /// exist when [`Driver::sysfs_show`] is implemented, writable by root when
+    /// [`Driver::sysfs_store`] is too.
+    const SYSFS_ATTRS: &'static [&'static CStr] = &[];
+
+    /// Writes the value of attribute `index` of [`Driver::SYSFS_ATTRS`] into `out` (one page)
+    /// and returns its length.
+    fn sysfs_show(_dev: &Device<Self>, _index: usize, _out: &mut [u8]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets attribute `index` of [`Driver::SYSFS_ATTRS`] from what was written to it.
+    fn sysfs_store(_dev: &Device<Self>, _index: usize, _input: &[u8]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates the driver's part of a completion queue (`create_cq`) and returns it with the
     /// number of entries the CQ really has (at least `attr.cqe`); dropped on `destroy_cq`.
     ///

@@ -22,6 +22,8 @@ pub struct ContextState {
     pub abi: srdma_alloc_ucontext_resp,
     /// Doorbell pages mapped so far: (mmap key, address).
     db_pages: Mutex<Vec<(u64, usize)>>,
+    /// The address of the context record in doorbell mode "poll"; 0 in mode "kick".
+    pub ctx_db: usize,
 }
 
 #[repr(C)]
@@ -174,12 +176,25 @@ pub unsafe extern "C" fn alloc_context(
     let state = ContextState {
         abi: resp.drv,
         db_pages: Mutex::new(Vec::new()),
+        ctx_db: 0,
     };
-    // SAFETY: The state field is zeroed memory that we initialise once; ops go in last.
-    unsafe {
-        addr_of_mut!((*base).state).write(ManuallyDrop::new(state));
-        verbs_set_ops(vctx, &CONTEXT_OPS);
+    // SAFETY: The state field is zeroed memory that we initialise once.
+    unsafe { addr_of_mut!((*base).state).write(ManuallyDrop::new(state)) };
+    if resp.drv.doorbell_mode == SRDMA_DB_MODE_POLL {
+        // SAFETY: The context is initialised and not shared yet.
+        match unsafe { (*base).doorbell(&resp.drv.ctx_db) } {
+            // SAFETY: As above.
+            Ok(addr) => unsafe { (&mut (*base).state).ctx_db = addr as usize },
+            Err(e) => {
+                // SAFETY: Undoes the above; nothing else saw the context.
+                unsafe { free_context(addr_of_mut!((*vctx).context)) };
+                set_errno(e);
+                return null_mut();
+            }
+        }
     }
+    // SAFETY: The ops go in last.
+    unsafe { verbs_set_ops(vctx, &CONTEXT_OPS) };
     vctx
 }
 

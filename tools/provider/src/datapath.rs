@@ -12,7 +12,7 @@ use crate::ffi::*;
 use crate::qp::SrdmaQp;
 use crate::wqe::{self, SqWqe};
 use core::ptr::{null_mut, read_volatile};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicU32, Ordering};
 use libc::c_int;
 
 // Byte offsets in the doorbell records (`struct srdma_qp_db`, `struct srdma_cq_db`).
@@ -128,11 +128,8 @@ pub(crate) unsafe extern "C" fn post_send(
         wr = unsafe { (*wr).next };
     }
     if posted > 0 {
-        // The WQEs are written before the kernel can see the new producer index.
-        db_pi.store(*pi, Ordering::Release);
-        let mut bad = null_mut();
-        // SAFETY: An empty post_send command is the doorbell kick.
-        let kick = unsafe { ibv_cmd_post_send(ibqp, null_mut(), &mut bad) };
+        // SAFETY: `ibqp` is a QP of ours; its doorbell record is mapped.
+        let kick = unsafe { ring_doorbell(ibqp, db_pi, *pi) };
         if ret == 0 {
             ret = kick;
         }
@@ -142,6 +139,31 @@ pub(crate) unsafe extern "C" fn post_send(
         unsafe { *bad_wr = wr };
     }
     ret
+}
+
+/// Publishes the SQ producer index `pi` and tells the kernel: in doorbell mode "kick" always
+/// with the empty post_send command, in mode "poll" only when the poller sleeps.
+///
+/// # Safety
+///
+/// `ibqp` must be a QP of ours and `db_pi` the SQ producer index word of its doorbell record.
+pub(crate) unsafe fn ring_doorbell(ibqp: *mut ibv_qp, db_pi: &AtomicU32, pi: u32) -> c_int {
+    // The WQEs are written before the kernel can see the new producer index.
+    db_pi.store(pi, Ordering::Release);
+    // SAFETY: The QP's context is one of ours.
+    let ctx = unsafe { crate::context::SrdmaContext::from_ibv((*ibqp).context) };
+    if ctx.state.ctx_db != 0 {
+        // Pairs with the poller's barrier between setting the flag and its last look.
+        fence(Ordering::SeqCst);
+        // SAFETY: The context record is mapped while the context exists.
+        let flags = unsafe { db_word(ctx.state.ctx_db as *mut u8, 0) };
+        if flags.load(Ordering::Relaxed) & SRDMA_CTX_NEED_WAKEUP == 0 {
+            return 0;
+        }
+    }
+    let mut bad = null_mut();
+    // SAFETY: An empty post_send command is the doorbell kick.
+    unsafe { ibv_cmd_post_send(ibqp, null_mut(), &mut bad) }
 }
 
 /// Writes receive WQEs into a receive ring (of a QP or an SRQ) and publishes the producer

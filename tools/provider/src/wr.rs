@@ -9,11 +9,9 @@
 )]
 
 use crate::datapath::{db_word, DB_SQ_CI, DB_SQ_PI};
-use crate::driver::ibv_cmd_post_send;
 use crate::ffi::*;
 use crate::qp::SrdmaQp;
 use crate::wqe::{self, SqWqe};
-use core::ptr::null_mut;
 use core::sync::atomic::Ordering;
 use libc::{c_int, c_void};
 
@@ -191,11 +189,8 @@ unsafe extern "C" fn wr_complete(qpx: *mut ibv_qp_ex) -> c_int {
         *pi = b.pi;
         // SAFETY: The doorbell record is mapped while the QP exists.
         let db_pi = unsafe { db_word(q.db, DB_SQ_PI) };
-        // The WQEs are written before the kernel can see the new producer index.
-        db_pi.store(*pi, Ordering::Release);
-        let mut bad = null_mut();
-        // SAFETY: An empty post_send command is the doorbell kick.
-        ret = unsafe { ibv_cmd_post_send(qpx.cast(), null_mut(), &mut bad) };
+        // SAFETY: A QP of ours with its doorbell record.
+        ret = unsafe { crate::datapath::ring_doorbell(qpx.cast(), db_pi, *pi) };
     }
     b.cur = None;
     // SAFETY: Taken in wr_start; `pi` and `b` are not used any more.

@@ -73,11 +73,9 @@ counters! {
     Doorbells => "doorbells",
     /// `post_send` calls of user QPs into the engine (syscalls).
     Kicks => "kicks",
-    /// Wake-ups of a poller (stays 0 until the poller mode exists).
-    #[expect(dead_code, reason = "no mechanism reports it yet")]
+    /// Wake-ups of the device's doorbell poller by a kick.
     PollerWakeups => "poller_wakeups",
-    /// Idle sleeps of a poller (stays 0 until the poller mode exists).
-    #[expect(dead_code, reason = "no mechanism reports it yet")]
+    /// Times the device's doorbell poller went to sleep, idle.
     PollerSleeps => "poller_sleeps",
     /// CQEs written to a CQ.
     Completions => "completions",
@@ -237,6 +235,11 @@ impl DeviceCounters {
             },
             GFP_KERNEL,
         )?)
+    }
+
+    /// Counts an event of the device rather than of a QP (rare: poller sleeps and wake-ups).
+    pub(crate) fn inc(&self, c: Counter) {
+        self.retired.inc(c);
     }
 
     /// Writes the device's totals into `values` (one entry per counter, in [`DESCS`] order):

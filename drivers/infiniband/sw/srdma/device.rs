@@ -14,7 +14,9 @@ use crate::{
     srq::SrdmaSrq,
     table::{new_table, Table},
     ucontext::SrdmaUcontext,
+    poller::Poller,
     worker::Worker,
+    counters::Counter,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -34,7 +36,7 @@ use kernel::{
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
         srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
         stats::{Desc, Scope},
-        uapi::SRDMA_ABI_VERSION,
+        uapi::{SRDMA_ABI_VERSION, SRDMA_DB_MODE_KICK, SRDMA_DB_MODE_POLL},
         ucontext::User,
         udata::UData,
         Device, PortEvent,
@@ -66,6 +68,10 @@ pub(crate) struct SrdmaDevice {
     kernel_db: DbPool,
     /// Processes the work that kernel callers post.
     worker: Arc<Worker>,
+    /// Watches the doorbells of poll-mode contexts.
+    poller: Arc<Poller>,
+    /// The doorbell mode (`SRDMA_DB_MODE_*`) of new contexts; the `doorbell_mode` attribute.
+    doorbell_mode: AtomicU32,
     /// The hardware counters that destroyed QPs left behind; live QPs count in their own.
     counters: Arc<DeviceCounters>,
 }
@@ -78,7 +84,9 @@ impl SrdmaDevice {
     ) -> Result<Self> {
         Ok(Self {
             kernel_db: new_pool()?,
-            worker: Worker::new(ndev)?,
+            worker: Worker::new(ndev.clone())?,
+            poller: Poller::new(ndev)?,
+            doorbell_mode: AtomicU32::new(DEFAULT_DOORBELL_MODE),
             guid,
             port_active: AtomicBool::new(port_active),
             next_cq_id: AtomicU32::new(0),
@@ -108,6 +116,14 @@ impl SrdmaDevice {
 
     pub(crate) fn worker(&self) -> &Arc<Worker> {
         &self.worker
+    }
+
+    pub(crate) fn poller(&self) -> &Arc<Poller> {
+        &self.poller
+    }
+
+    pub(crate) fn doorbell_mode(&self) -> u32 {
+        self.doorbell_mode.load(Ordering::Relaxed)
     }
 
     pub(crate) fn counters(&self) -> &Arc<DeviceCounters> {
@@ -166,11 +182,34 @@ impl rdma::Driver for SrdmaDevice {
     type Ah = SrdmaAh;
 
     fn alloc_ucontext(
-        _dev: &Device<Self>,
+        dev: &Device<Self>,
         ucontext: UcontextInit<'_, Self>,
         udata: &mut UData<'_>,
     ) -> Result<SrdmaUcontext> {
-        SrdmaUcontext::new(ucontext, udata)
+        SrdmaUcontext::new(dev, ucontext, udata)
+    }
+
+    const SYSFS_ATTRS: &'static [&'static CStr] = &[kernel::c_str!("doorbell_mode")];
+
+    fn sysfs_show(dev: &Device<Self>, _index: usize, out: &mut [u8]) -> Result<usize> {
+        let text: &[u8] = if dev.doorbell_mode() == SRDMA_DB_MODE_POLL {
+            b"poll\n"
+        } else {
+            b"kick\n"
+        };
+        out.get_mut(..text.len()).ok_or(EINVAL)?.copy_from_slice(text);
+        Ok(text.len())
+    }
+
+    fn sysfs_store(dev: &Device<Self>, _index: usize, input: &[u8]) -> Result {
+        let mode = match input.strip_suffix(b"\n").unwrap_or(input) {
+            b"kick" => SRDMA_DB_MODE_KICK,
+            b"poll" => SRDMA_DB_MODE_POLL,
+            _ => return Err(EINVAL),
+        };
+        // Contexts keep the mode they were opened with; new ones get this one.
+        dev.doorbell_mode.store(mode, Ordering::Relaxed);
+        Ok(())
     }
 
     fn alloc_pd(dev: &Device<Self>, _user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
@@ -285,7 +324,11 @@ impl rdma::Driver for SrdmaDevice {
     }
 
     fn post_send_user(qp: &Qp<Self>) -> Result {
-        crate::engine::kick(qp)
+        let result = crate::engine::kick(qp);
+        if qp.shared.ctx_db.is_some() && qp.device().poller.wake() {
+            qp.shared.counters.inc(Counter::PollerWakeups);
+        }
+        result
     }
 
     fn create_qp(

@@ -343,10 +343,12 @@ fn execute(
                 return (WC_REM_ACCESS_ERR, wc_op);
             }
             match imm {
-                Some(_) => deliver(
-                    &dest,
-                    &Message::new(&[], imm, solicited, q.qpn, WC_RECV_RDMA_WITH_IMM),
-                ),
+                Some(_) => {
+                    let mut m = Message::new(&[], imm, solicited, q.qpn, WC_RECV_RDMA_WITH_IMM);
+                    // The receive completion reports what the write carried (as rxe does).
+                    m.byte_len = data.len() as u32;
+                    deliver(&dest, &m)
+                }
                 None => Ok(()),
             }
         }
@@ -612,6 +614,8 @@ struct Message<'a> {
     wc_opcode: u32,
     /// For UD: the network header type the GRH area holds.
     network_hdr_type: Option<u8>,
+    /// The byte count of the receive completion.
+    byte_len: u32,
 }
 
 impl<'a> Message<'a> {
@@ -629,6 +633,7 @@ impl<'a> Message<'a> {
             src_qpn,
             wc_opcode,
             network_hdr_type: None,
+            byte_len: data.len() as u32,
         }
     }
 }
@@ -673,7 +678,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     let hdr: srdma_rq_wqe_hdr = rq.mem.read_obj(off).map_err(|_| Refused::Length)?;
     let mut wc = cqe(hdr.wr_id, WC_SUCCESS, msg.wc_opcode, d.qpn);
     wc.src_qp = msg.src_qpn;
-    wc.byte_len = data.len() as u32;
+    wc.byte_len = msg.byte_len;
     if let Some(imm) = msg.imm {
         wc.imm_data = imm;
         wc.wc_flags |= WC_WITH_IMM;

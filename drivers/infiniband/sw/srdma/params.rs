@@ -38,5 +38,8 @@ pub(crate) const VENDOR_PART_ID: u32 = 0x5352;
 pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
 /// Supported page sizes: 4 KiB to 2 GiB.
 pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
+/// The doorbell mode of new devices (`SRDMA_DB_MODE_*`): the faster one measured (see
+/// Documentation/infiniband/srdma.rst).
+pub(crate) const DEFAULT_DOORBELL_MODE: u32 = kernel::rdma::uapi::SRDMA_DB_MODE_KICK;
 /// Bytes of payload an inline send carries in its WQE.
 pub(crate) const MAX_INLINE_DATA: u32 = 256;

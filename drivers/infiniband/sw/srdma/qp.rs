@@ -31,7 +31,7 @@ use kernel::{
     },
     sync::{Arc, Mutex, SpinLock},
 };
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// `IB_ACCESS_*` rights a QP may grant to incoming RDMA.
 const QP_ACCESS_FLAGS: u32 = 1 | 2 | 4 | 8;
@@ -73,6 +73,10 @@ pub(crate) struct QpShared {
     pub(crate) kpost: Pin<KBox<SpinLock<()>>>,
     /// Receiver-not-ready retries of the WQE at the head of the SQ.
     pub(crate) rnr: RnrState,
+    /// The context record of a user QP in doorbell mode "poll".
+    pub(crate) ctx_db: Option<Arc<DbRecord>>,
+    /// Cleared when the QP is destroyed, for those that still hold it (the poller).
+    alive: AtomicBool,
     /// The producer and consumer indices: the producer indices written by the process for
     /// user QPs, by `post_send`/`post_recv` for kernel callers' QPs.
     pub(crate) db: DbRecord,
@@ -91,6 +95,11 @@ pub(crate) struct QpShared {
 }
 
 impl QpShared {
+    /// Whether the QP still exists.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
     /// The QP's state, as last set.
     pub(crate) fn state(&self) -> QpState {
         QpState::from_raw(self.state.load(Ordering::Acquire)).unwrap_or(QpState::Err)
@@ -133,6 +142,7 @@ pub(crate) struct SrdmaQp {
 
 impl Drop for SrdmaQp {
     fn drop(&mut self) {
+        self.shared.alive.store(false, Ordering::Release);
         self.shared.counters.retire();
     }
 }
@@ -244,6 +254,8 @@ impl SrdmaQp {
                 state: AtomicU32::new(QpState::Reset as u32),
                 kpost: KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?,
                 rnr: RnrState::new(),
+                ctx_db: user.as_ref().and_then(|u| u.ucontext.ctx_db.clone()),
+                alive: AtomicBool::new(true),
                 handle: user.is_none().then_some(attr.handle),
                 db,
                 sq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
@@ -376,6 +388,12 @@ impl SrdmaQp {
         if next == QpState::Err && cur_state != QpState::Err {
             crate::engine::flush(shared, true, &mut sq_ci);
             crate::engine::flush(shared, false, &mut rq_ci);
+        }
+        drop(rq_ci);
+        drop(sq_ci);
+        if next == QpState::Rts && cur_state != QpState::Rts && shared.ctx_db.is_some() {
+            // Doorbell mode "poll": the device's poller watches the QP from now on.
+            qp.device().poller().watch(&qp.shared)?;
         }
         Ok(())
     }

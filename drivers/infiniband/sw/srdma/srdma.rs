@@ -21,6 +21,7 @@ mod link;
 mod mr;
 mod params;
 mod pd;
+mod poller;
 mod qp;
 mod rnr;
 mod srq;

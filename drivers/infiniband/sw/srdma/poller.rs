@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The doorbell poller of a device (doorbell mode "poll").
+//!
+//! A work item watches the SQ doorbell records of the RTS QPs of poll-mode contexts and
+//! processes new WQEs without a syscall. When nothing arrived for a while it sets
+//! `SRDMA_CTX_NEED_WAKEUP` in their context records, looks once more, and stops; a process
+//! that then rings a doorbell sees the flag and kicks, which processes its WQEs and starts
+//! the poller again (the model of io_uring's SQPOLL). The work item gives the CPU back after a
+//! short batch by queueing itself again, so a busy poller never monopolises a CPU.
+
+use crate::{
+    counters::Counter,
+    device::SrdmaDevice,
+    engine,
+    qp::{QpShared, DB_SQ_CI, DB_SQ_PI},
+};
+use core::sync::atomic::{fence, AtomicBool, Ordering};
+use kernel::{
+    impl_has_work, net, new_mutex, new_work,
+    prelude::*,
+    rdma::{qp::QpState, uapi::SRDMA_CTX_NEED_WAKEUP, Device},
+    sync::{Arc, Mutex},
+    time::Ktime,
+    types::ARef,
+    workqueue::{self, Work, WorkItem},
+};
+
+/// How long the poller keeps looking after the last WQE before it sleeps.
+const IDLE_NS: i64 = 200_000;
+/// How long one run of the work item polls before it queues itself again.
+const BATCH_NS: i64 = 2_000_000;
+/// Byte offset of the flags in a context record (`struct srdma_ctx_db`).
+const CTX_FLAGS: usize = 0;
+
+/// The doorbell poller of a device.
+#[pin_data]
+pub(crate) struct Poller {
+    #[pin]
+    work: Work<Poller>,
+    /// The QPs whose doorbells are watched.
+    #[pin]
+    qps: Mutex<KVec<Arc<QpShared>>>,
+    /// Whether the work item is queued or running.
+    running: AtomicBool,
+    /// The network device of the srdma device, which finds the device while it is registered.
+    ndev: ARef<net::device::Device>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Poller { self.work }
+}
+
+/// Whether `q` has WQEs the kernel has not taken yet.
+fn has_send_work(q: &QpShared) -> bool {
+    q.state() == QpState::Rts
+        && q.db.load(DB_SQ_PI).ok() != q.db.load(DB_SQ_CI).ok()
+}
+
+fn set_need_wakeup(qps: &[Arc<QpShared>], on: bool) {
+    for ctx in qps.iter().filter_map(|q| q.ctx_db.as_ref()) {
+        let _ = ctx.store(CTX_FLAGS, if on { SRDMA_CTX_NEED_WAKEUP } else { 0 });
+    }
+}
+
+impl Poller {
+    pub(crate) fn new(ndev: ARef<net::device::Device>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                work <- new_work!("srdma::Poller::work"),
+                qps <- new_mutex!(KVec::new()),
+                running: AtomicBool::new(false),
+                ndev,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Starts watching `q` (a user QP of a poll-mode context that entered RTS).
+    pub(crate) fn watch(self: &Arc<Self>, q: &Arc<QpShared>) -> Result {
+        {
+            let mut qps = self.qps.lock();
+            if !qps.iter().any(|w| Arc::ptr_eq(w, q)) {
+                qps.push(q.clone(), GFP_KERNEL)?;
+            }
+        }
+        self.wake();
+        Ok(())
+    }
+
+    /// Starts the poller if it sleeps; returns whether it did.
+    pub(crate) fn wake(self: &Arc<Self>) -> bool {
+        if self.running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let _ = workqueue::system_unbound().enqueue(self.clone());
+        true
+    }
+
+    /// Drops the QPs that are gone or out of RTS; returns whether any is left.
+    fn prune(qps: &mut KVec<Arc<QpShared>>) -> bool {
+        if qps.iter().any(|q| !q.is_alive() || q.state() != QpState::Rts) {
+            let old = core::mem::take(qps);
+            for q in old.into_iter() {
+                if q.is_alive() && q.state() == QpState::Rts {
+                    // Fits: the vector had room for more.
+                    let _ = qps.push(q, GFP_KERNEL);
+                } else if let Some(ctx) = q.ctx_db.as_ref() {
+                    // Its process kicks from now on, as it would with no poller.
+                    let _ = ctx.store(CTX_FLAGS, SRDMA_CTX_NEED_WAKEUP);
+                }
+            }
+        }
+        !qps.is_empty()
+    }
+
+    /// One pass over the watched QPs; returns whether any had work.
+    fn pass(dev: &Device<SrdmaDevice>, qps: &[Arc<QpShared>]) -> bool {
+        let mut busy = false;
+        for q in qps.iter() {
+            if has_send_work(q) {
+                let mut ci = q.sq_ci.lock();
+                let _ = engine::process_sq(dev, q, &mut ci);
+                busy = true;
+            }
+        }
+        busy
+    }
+}
+
+impl WorkItem for Poller {
+    type Pointer = Arc<Poller>;
+
+    fn run(this: Arc<Poller>) {
+        let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
+            this.running.store(false, Ordering::Release);
+            return;
+        };
+        let mut qps = this.qps.lock();
+        set_need_wakeup(&qps, false);
+        let start = Ktime::ktime_get().to_ns();
+        let mut last_work = start;
+        loop {
+            if !Self::prune(&mut qps) {
+                this.running.store(false, Ordering::Release);
+                return;
+            }
+            let now = Ktime::ktime_get().to_ns();
+            if Self::pass(&dev, &qps) {
+                last_work = now;
+            } else if now - last_work > IDLE_NS {
+                set_need_wakeup(&qps, true);
+                // Pairs with the provider's barrier between its producer index and its look at
+                // the flag: either it kicks, or this sees its WQEs.
+                fence(Ordering::SeqCst);
+                if qps.iter().any(|q| has_send_work(q)) {
+                    set_need_wakeup(&qps, false);
+                    last_work = now;
+                    continue;
+                }
+                dev.counters().inc(Counter::PollerSleeps);
+                this.running.store(false, Ordering::Release);
+                return;
+            }
+            if now - start > BATCH_NS {
+                // Back to the workqueue, which reschedules between work items; still running.
+                drop(qps);
+                let _ = workqueue::system_unbound().enqueue(this.clone());
+                return;
+            }
+            core::hint::spin_loop();
+        }
+    }
+}
