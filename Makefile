@@ -10,12 +10,14 @@ OUT ?= $(CURDIR)/out
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel provider ktest vm demo check lint fmt install clean help
+.PHONY: all setup kernel provider ktest vm demo check bench lint fmt install clean help
 all: kernel provider
 
 help:
 	@echo "make demo    build everything, boot the VM, create srdma0 and show it"
 	@echo "make check   build everything and run all tests (ends with 'N passed, N failed')"
+	@echo "make bench   perftest on srdma, rxe and siw in the VM: bench/results.md, bench/plot.svg"
+	@echo "             (BENCH_QUICK=1: a few minutes, results in out/bench only)"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
 	@echo "make provider  build the rdma-core provider (libsrdma-rdmav34.so)"
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
@@ -49,6 +51,10 @@ ktest: kernel
 
 check: kernel provider ktest
 	@tools/check.sh "$(OUT)/check"
+
+# Benchmarks (bench/README.md): one VM boot, raw logs in out/bench.
+bench: kernel provider
+	@tools/bench/bench.sh "$(OUT)/bench"
 
 install: provider
 	install -D -m 0644 "$(PROVIDER)" "$(DESTDIR)$(LIBIBVERBS_DIR)/libsrdma-rdmav34.so"

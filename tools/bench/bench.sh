@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# `make bench`: perftest on srdma, rxe and siw plus the machine's limits, in one VM boot, then
+# the tables and the plot.
+#   bench.sh [OUTDIR]      (default: out/bench of the checkout)
+# BENCH_QUICK=1 runs the smoke subset (a few minutes) and leaves bench/ alone; a full run
+# writes bench/results.md and bench/plot.svg. Raw logs stay in OUTDIR. See bench/README.md.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$top/out/bench}
+quick=${BENCH_QUICK:-0}
+
+rm -rf "$out"
+mkdir -p "$out/bin"
+export SRDMA_VM_LOG=$out/dmesg.log
+
+# The root filesystem is the host's: what builds here runs in the VM.
+cc -O2 -Wall -pthread -o "$out/bin/limits" "$top/tools/bench/limits.c"
+cc -O2 -Wall -o "$out/bin/inline" "$top/tools/bench/inline.c" -libverbs
+
+# The guest does not inherit this environment: the settings go on its command line.
+settings=(BENCH_QUICK="$quick")
+for var in BENCH_VARIANTS BENCH_TESTS BENCH_SIZES BENCH_RUNS; do
+	[ -z "${!var:-}" ] || settings+=("$var=${!var}")
+done
+if [ "$quick" = 1 ]; then timeout=1200; else timeout=${BENCH_TIMEOUT:-7200}; fi
+echo "bench: booting the VM (output in $out)"
+start=$(date +%s)
+rc=0
+"$top/tools/vm/run.sh" --timeout "$timeout" -- env "${settings[@]}" \
+	"$top/tools/bench/guest.sh" "$out" 2>&1 | tee "$out/console.log" || rc=$?
+echo "bench: the VM ran for $(($(date +%s) - start)) s"
+
+if [ "$quick" = 1 ]; then
+	report=$out
+else
+	report=$top/bench
+fi
+python3 "$top/tools/bench/report.py" "$out" "$report"
+echo "bench: results in $report/results.md, plot in $report/plot.svg"
+exit "$rc"

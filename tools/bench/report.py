@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Turns the raw output of tools/bench/guest.sh into results.md and plot.svg.
+
+    report.py OUTDIR REPORTDIR
+
+OUTDIR holds runs.tsv, env.txt and raw/ (see guest.sh). Each figure is the median over the
+runs; the spread is the smallest and largest value seen. Standard library only: the plot is
+SVG written by hand, so `make bench` needs nothing beyond Debian's python3.
+"""
+
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+LAT_TESTS = ["ib_send_lat", "ib_write_lat", "ib_read_lat"]
+BW_TESTS = ["ib_send_bw", "ib_write_bw", "ib_read_bw"]
+# Fields of perftest's result lines (split on whitespace).
+LAT_FIELDS = {"typical": 4, "avg": 5, "p99": 7, "p999": 8}
+BW_FIELDS = {"bw": 3, "mpps": 4}
+COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+
+
+def result_line(size, path):
+    """perftest's result line for size in the log at path, split into fields."""
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 5 and w[0] == str(size):
+                    try:
+                        float(w[2])
+                        return w
+                    except ValueError:
+                        continue
+    except OSError:
+        pass
+    return None
+
+
+def fmt(x, digits=3):
+    """A figure with about `digits` significant digits, or n/a."""
+    if x is None:
+        return "n/a"
+    if x == 0:
+        return "0"
+    d = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    return f"{x:.{d}f}"
+
+
+def ratio(a, b):
+    return f"{fmt(a / b, 2)}×" if a is not None and b else "n/a"
+
+
+def size_name(s):
+    if s >= 1 << 20 and s % (1 << 20) == 0:
+        return f"{s >> 20} MiB"
+    if s >= 1024 and s % 1024 == 0:
+        return f"{s >> 10} KiB"
+    return f"{s} B"
+
+
+class Data:
+    def __init__(self, out):
+        self.out = out
+        self.env = {}
+        with open(os.path.join(out, "env.txt")) as f:
+            for line in f:
+                k, _, v = line.strip().partition(" ")
+                self.env[k] = v
+        # (variant, test, mode, size) -> list of dicts of figures; status notes for failures.
+        self.runs = defaultdict(list)
+        self.notes = defaultdict(list)
+        self.variants = []
+        self.tests = []
+        self.sizes = set()
+        self.inline_probe = {}
+        with open(os.path.join(out, "runs.tsv")) as f:
+            for line in f:
+                v, test, mode, size, _run, status, log = line.rstrip("\n").split("\t")
+                if v not in self.variants:
+                    self.variants.append(v)
+                if test == "inline-probe":
+                    self.inline_probe[v] = status
+                    continue
+                size = int(size)
+                self.sizes.add(size)
+                key = (v, test, mode, size)
+                if test not in self.tests:
+                    self.tests.append(test)
+                w = result_line(size, os.path.join(out, log)) if status == "ok" else None
+                if w is None:
+                    self.notes[key].append(status if status != "ok" else "no result line")
+                    continue
+                fields = LAT_FIELDS if test.endswith("_lat") else BW_FIELDS
+                self.runs[key].append({k: float(w[i]) for k, i in fields.items()})
+        self.sizes = sorted(self.sizes)
+        self.limits = self._limits()
+        self.crossover = self._crossover()
+
+    def _runs_of(self, prefix):
+        raw = os.path.join(self.out, "raw")
+        return sorted(
+            os.path.join(raw, f) for f in os.listdir(raw) if f.startswith(prefix)
+        )
+
+    def _limits(self):
+        memcpy, pingpong = defaultdict(list), []
+        for path in self._runs_of("limits-r"):
+            with open(path) as f:
+                for line in f:
+                    w = line.split()
+                    if w[:1] == ["memcpy"] and len(w) == 3:
+                        memcpy[int(w[1])].append(float(w[2]))
+                    elif w[:1] == ["pingpong"] and len(w) == 5:
+                        pingpong.append(float(w[1]))
+        return {
+            "memcpy": {s: statistics.median(v) for s, v in memcpy.items()},
+            "rtt": statistics.median(pingpong) if pingpong else None,
+            "rtt_spread": (min(pingpong), max(pingpong)) if pingpong else None,
+        }
+
+    def _crossover(self):
+        """variant -> {"max_inline": n, (kind, mode, size): [figures...], "skip": [...]}."""
+        res = {}
+        for v in self.variants:
+            d = os.path.join(self.out, "raw", v)
+            if not os.path.isdir(d):
+                continue
+            paths = sorted(
+                os.path.join(d, f) for f in os.listdir(d) if f.startswith("crossover-r")
+            )
+            if not paths:
+                continue
+            x = defaultdict(list)
+            x["errors"] = []
+            for path in paths:
+                with open(path, errors="replace") as f:
+                    for line in f:
+                        w = line.split()
+                        if w[:1] == ["max_inline"]:
+                            x["max_inline"] = int(w[1])
+                        elif w[:1] in (["lat"], ["bw"]):
+                            x[(w[0], w[1], int(w[2]))].append([float(y) for y in w[3:]])
+                        elif w[:1] == ["skip"]:
+                            pass
+                        elif line.strip():
+                            x["errors"].append(line.strip())
+            res[v] = x
+        return res
+
+    def fig(self, v, test, size, field, mode="sge"):
+        """Median of one figure over the runs, and its (min, max)."""
+        vals = [r[field] for r in self.runs.get((v, test, mode, size), [])]
+        if not vals:
+            return None, None
+        return statistics.median(vals), (min(vals), max(vals))
+
+    def why(self, v, test, size, mode="sge"):
+        notes = self.notes.get((v, test, mode, size))
+        return notes[0] if notes else "not run"
+
+    def limit(self, test, size):
+        """The same figure for plain memory: copy bandwidth, or the ping-pong latency plus
+        the copy time (a read's latency is a full round trip in perftest, the others half)."""
+        bw = self.limits["memcpy"].get(size)
+        if test.endswith("_bw"):
+            return bw
+        rtt = self.limits["rtt"]
+        if rtt is None or not bw:
+            return None
+        copy_us = size / (bw * 0x100000) * 1e6
+        return (rtt if test == "ib_read_lat" else rtt / 2) + copy_us
+
+
+def srdma_variants(d):
+    return [v for v in d.variants if v.startswith("srdma")]
+
+
+def other_variants(d):
+    return [v for v in d.variants if not v.startswith("srdma")]
+
+
+def cell(value, spread):
+    if value is None:
+        return "n/a"
+    lo, hi = spread
+    if lo == hi:
+        return fmt(value)
+    return f"{fmt(value)} ({fmt(lo)}–{fmt(hi)})"
+
+
+def write_markdown(d, path):
+    env = d.env
+    L = []
+    L.append("# srdma benchmark results")
+    L.append("")
+    L.append(
+        f"Generated by `make bench` ({'BENCH_QUICK=1, smoke subset' if env.get('quick') == '1' else 'full run'}) "
+        f"on {env.get('date', '?')}: kernel {env.get('kernel', '?')}, {env.get('cpus', '?')} vCPUs under QEMU TCG, "
+        f"perftest {env.get('perftest', '?')}, sizes {env.get('sizes', '?')} B, "
+        f"median of {env.get('runs', '?')} run(s) per figure "
+        "(min–max over the runs in parentheses). Server and client are two devices of the same kind "
+        "on one veth pair in one VM; siw connects through rdma_cm (`-R`), rxe and srdma through "
+        "perftest's TCP exchange with the RoCEv2 IPv4 GID (`-x`)."
+    )
+    L.append("")
+    L.append(
+        "Only ratios mean anything: absolute figures are those of an emulated CPU shared with "
+        "other work. Latency ratios below 1× and bandwidth ratios above 1× favour srdma. "
+        "The limit is plain memory in the same VM: memcpy bandwidth for the size, and for "
+        "latency the shared-memory ping-pong between the two vCPUs (half the round trip; the "
+        "whole one for ib_read_lat, which perftest reports as a round trip) plus the copy time."
+    )
+    L.append("")
+    by_status = defaultdict(list)
+    for v, status in d.inline_probe.items():
+        by_status[status].append(v)
+    probe = "; ".join(f"{', '.join(vs)}: {status}" for status, vs in by_status.items())
+    if probe:
+        L.append(
+            "perftest `-I` (inline): " + probe + ". perftest enables inline only for devices "
+            "it knows by vendor ID, so the perftest figures below are the SGE path on every "
+            "device; the inline path of srdma is measured by tools/bench/inline.c instead "
+            "(the crossover table)."
+        )
+        L.append("")
+
+    # The summary: the headline figure of every test and size, with the ratios.
+    sv, ov = srdma_variants(d), other_variants(d)
+    L.append("## Summary")
+    L.append("")
+    L.append(
+        "Typical latency (µs) for the latency tests, average bandwidth (MB/s, 2^20 bytes as "
+        "perftest counts) for the bandwidth tests."
+    )
+    L.append("")
+    head = ["Test", "Size"] + d.variants + ["limit"]
+    for s in sv:
+        head += [f"{s}/{o}" for o in ov] + [f"{s}/limit"]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|" + "---|" * len(head))
+    for test in [t for t in LAT_TESTS + BW_TESTS if t in d.tests]:
+        field = "typical" if test.endswith("_lat") else "bw"
+        for size in d.sizes:
+            row = [test, size_name(size)]
+            vals = {}
+            for v in d.variants:
+                vals[v], _ = d.fig(v, test, size, field)
+                row.append(fmt(vals[v]))
+            lim = d.limit(test, size)
+            row.append(fmt(lim))
+            for s in sv:
+                row += [ratio(vals[s], vals[o]) for o in ov]
+                row.append(ratio(vals[s], lim))
+            L.append("| " + " | ".join(row) + " |")
+    L.append("")
+
+    for test in [t for t in LAT_TESTS if t in d.tests]:
+        L.append(f"## {test}")
+        L.append("")
+        L.append("| Size | Device | typical µs | average µs | 99% µs | 99.9% µs |")
+        L.append("|---|---|---|---|---|---|")
+        for size in d.sizes:
+            for v in d.variants:
+                row = [size_name(size), v]
+                if not d.runs.get((v, test, "sge", size)):
+                    row += [f"n/a ({d.why(v, test, size)})", "", "", ""]
+                else:
+                    for field in LAT_FIELDS:
+                        row.append(cell(*d.fig(v, test, size, field)))
+                L.append("| " + " | ".join(row) + " |")
+        L.append("")
+    for test in [t for t in BW_TESTS if t in d.tests]:
+        L.append(f"## {test}")
+        L.append("")
+        L.append("| Size | Device | BW average MB/s | message rate Mpps |")
+        L.append("|---|---|---|---|")
+        for size in d.sizes:
+            for v in d.variants:
+                row = [size_name(size), v]
+                if not d.runs.get((v, test, "sge", size)):
+                    row += [f"n/a ({d.why(v, test, size)})", ""]
+                else:
+                    row.append(cell(*d.fig(v, test, size, "bw")))
+                    row.append(cell(*d.fig(v, test, size, "mpps")))
+                L.append("| " + " | ".join(row) + " |")
+        L.append("")
+
+    for v, x in d.crossover.items():
+        mi = x.get("max_inline")
+        L.append(f"## Inline against SGE ({v}, max_inline_data {mi if mi is not None else 'n/a'} B)")
+        L.append("")
+        L.append(
+            "tools/bench/inline.c: one process, an RC QP on each device; latency is a SEND "
+            "ping-pong (typical, half the round trip, µs), bandwidth an RDMA WRITE stream with "
+            "64 in flight. Inline copies the payload into the WQE at post time; SGE lets the "
+            "kernel read it from the registered buffer. Above max_inline_data the inline mode "
+            "does not exist (the QP refuses it), so those rows show SGE only."
+        )
+        L.append("")
+        L.append(
+            "| Size | SGE lat µs | inline lat µs | inline/SGE lat | SGE MB/s | inline MB/s | "
+            "inline/SGE BW | SGE Mpps | inline Mpps |"
+        )
+        L.append("|---|---|---|---|---|---|---|---|---|")
+        sizes = sorted({k[2] for k in x if isinstance(k, tuple)})
+        for size in sizes:
+            def med(kind, mode, i):
+                vals = [r[i] for r in x.get((kind, mode, size), [])]
+                return (statistics.median(vals), (min(vals), max(vals))) if vals else (None, None)
+            sl, il = med("lat", "sge", 0), med("lat", "inline", 0)
+            sb, ib = med("bw", "sge", 0), med("bw", "inline", 0)
+            sm, im = med("bw", "sge", 1), med("bw", "inline", 1)
+            above = mi is not None and size > mi
+            na = "n/a (above max_inline_data)" if above else "n/a"
+            L.append(
+                "| "
+                + " | ".join(
+                    [
+                        size_name(size),
+                        cell(*sl),
+                        cell(*il) if il[0] is not None else na,
+                        ratio(il[0], sl[0]),
+                        cell(*sb),
+                        cell(*ib) if ib[0] is not None else na,
+                        ratio(ib[0], sb[0]),
+                        cell(*sm),
+                        cell(*im) if im[0] is not None else "n/a",
+                    ]
+                )
+                + " |"
+            )
+        if x["errors"]:
+            L.append("")
+            L.append("Errors: " + "; ".join(x["errors"][:5]))
+        L.append("")
+
+    L.append("## Limits (plain memory in the same VM)")
+    L.append("")
+    rtt, spread = d.limits["rtt"], d.limits["rtt_spread"]
+    L.append(f"Cache-line ping-pong between the two vCPUs: round trip {cell(rtt, spread) if rtt else 'n/a'} µs (typical).")
+    L.append("")
+    L.append("| Size | memcpy MB/s |")
+    L.append("|---|---|")
+    for size, bw in sorted(d.limits["memcpy"].items()):
+        L.append(f"| {size_name(size)} | {fmt(bw)} |")
+    L.append("")
+
+    failed = [(k, n) for k, n in d.notes.items() if not n[0].startswith("n/a")]
+    if failed:
+        L.append("## Failed runs")
+        L.append("")
+        L.append(
+            "A run fails when either side exits non-zero or the client prints no numeric result "
+            "line (perftest prints `inf` when its timing goes wrong); the medians above use the "
+            "other runs."
+        )
+        L.append("")
+        for (v, test, mode, size), notes in sorted(failed):
+            good = len(d.runs.get((v, test, mode, size), []))
+            L.append(
+                f"- {v} {test} {mode} {size_name(size)}: {len(notes)} of {len(notes) + good} "
+                f"run(s) failed (logs in out/bench/raw/{v}/)"
+            )
+        L.append("")
+    L.append("Raw perftest logs: out/bench/raw/DEVICE/TEST-MODE-SIZE-rRUN.log (client) and .srv.log.")
+    L.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
+def write_svg(d, path):
+    """A 2×3 grid, latency tests above and bandwidth tests below, log-log axes, one line per
+    device and a dashed one for the limit."""
+    pw, ph, ml, mr, mt, mb = 330, 250, 62, 12, 34, 44
+    cols = 3
+    legend_h = 30
+    W, H = cols * pw, 2 * ph + legend_h
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<rect width="{W}" height="{H}" fill="white"/>',
+    ]
+    series_names = d.variants + ["limit"]
+    colour = {v: COLOURS[i % len(COLOURS)] for i, v in enumerate(d.variants)}
+    colour["limit"] = "#555555"
+
+    for i, test in enumerate(LAT_TESTS + BW_TESTS):
+        ox, oy = (i % cols) * pw, (i // cols) * ph
+        lat = test.endswith("_lat")
+        field = "typical" if lat else "bw"
+        series = {}
+        for v in d.variants:
+            pts = [(s, d.fig(v, test, s, field)[0]) for s in d.sizes]
+            series[v] = [(s, y) for s, y in pts if y]
+        series["limit"] = [(s, d.limit(test, s)) for s in d.sizes if d.limit(test, s)]
+        ys = [y for pts in series.values() for _, y in pts]
+        x0, x1 = math.log10(min(d.sizes)), math.log10(max(d.sizes))
+        if x1 == x0:
+            x1 = x0 + 1
+        if ys:
+            y0, y1 = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+        else:
+            y0, y1 = 0, 1
+        if y1 == y0:
+            y1 = y0 + 1
+        left, top = ox + ml, oy + mt
+        w, h = pw - ml - mr, ph - mt - mb
+
+        def X(s):
+            return left + (math.log10(s) - x0) / (x1 - x0) * w
+
+        def Y(y):
+            return top + h - (math.log10(y) - y0) / (y1 - y0) * h
+
+        title = f"{test}: {'typical latency, µs' if lat else 'average bandwidth, MB/s'}"
+        out.append(f'<text x="{ox + pw / 2}" y="{oy + 20}" text-anchor="middle" font-weight="bold">{title}</text>')
+        out.append(f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#888"/>')
+        for e in range(y0, y1 + 1):
+            y = Y(10 ** e)
+            out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + w}" y2="{y:.1f}" stroke="#ddd"/>')
+            label = f"{10 ** e:g}" if -3 <= e <= 5 else f"1e{e}"
+            out.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{label}</text>')
+        for s in d.sizes:
+            x = X(s)
+            out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + h}" stroke="#eee"/>')
+        # Size labels: not all of them where they would overlap.
+        step = max(1, math.ceil(len(d.sizes) * 42 / w))
+        for s in d.sizes[::step]:
+            out.append(f'<text x="{X(s):.1f}" y="{top + h + 14}" text-anchor="middle">{size_name(s).replace(" ", "")}</text>')
+        out.append(f'<text x="{left + w / 2}" y="{top + h + 32}" text-anchor="middle">message size</text>')
+        for name, pts in series.items():
+            if not pts:
+                continue
+            dash = ' stroke-dasharray="5,4"' if name == "limit" else ""
+            p = " ".join(f"{X(s):.1f},{Y(y):.1f}" for s, y in pts)
+            out.append(f'<polyline points="{p}" fill="none" stroke="{colour[name]}" stroke-width="2"{dash}/>')
+            for s, y in pts:
+                out.append(f'<circle cx="{X(s):.1f}" cy="{Y(y):.1f}" r="2.5" fill="{colour[name]}"/>')
+
+    ly = 2 * ph + 18
+    x = 20
+    for name in series_names:
+        dash = ' stroke-dasharray="5,4"' if name == "limit" else ""
+        out.append(f'<line x1="{x}" y1="{ly - 4}" x2="{x + 28}" y2="{ly - 4}" stroke="{colour[name]}" stroke-width="2"{dash}/>')
+        label = "limit (memcpy / shared-memory ping-pong)" if name == "limit" else name
+        out.append(f'<text x="{x + 34}" y="{ly}">{label}</text>')
+        x += 60 + 7 * len(label)
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: report.py OUTDIR REPORTDIR")
+    d = Data(sys.argv[1])
+    os.makedirs(sys.argv[2], exist_ok=True)
+    write_markdown(d, os.path.join(sys.argv[2], "results.md"))
+    write_svg(d, os.path.join(sys.argv[2], "plot.svg"))
+
+
+if __name__ == "__main__":
+    main()
