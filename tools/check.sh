@@ -2,8 +2,8 @@
 # `make check`: every test of srdma in one VM boot, then the verdict.
 #   check.sh OUTDIR
 # Runs the kselftests (selftests/), the KUnit tests and Rust doctests of the kernel crate (at
-# boot, kunit.enable=1), and checks the kernel log for warnings. Ends with the line
-# "N passed, N failed, N skipped" and exits non-zero on any failure.
+# boot, kunit.enable=1), checks the kernel log for warnings, then the benchmark's smoke run.
+# Ends with the line "N passed, N failed, N skipped" and exits non-zero on any failure.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,6 +96,20 @@ if [ -s "$out/dmesg.log" ]; then
 	fi
 else
 	result fail "no kernel log from the VM"
+fi
+
+# The benchmark's smoke run (another VM boot): it must complete; its numbers gate nothing.
+if [ "${SRDMA_CHECK_BENCH:-1}" = 1 ]; then
+	echo "check: BENCH_QUICK=1 benchmark smoke run (output in $out/bench)"
+	if BENCH_QUICK=1 "$top/tools/bench/bench.sh" "$out/bench" > "$out/bench.log" 2>&1 &&
+		[ -s "$out/bench/results.md" ]; then
+		result pass "bench smoke run"
+	else
+		result fail "bench smoke run (see $out/bench.log)"
+		tail -20 "$out/bench.log"
+	fi
+else
+	result skip "bench smoke run (SRDMA_CHECK_BENCH=0)"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

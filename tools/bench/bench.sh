@@ -4,7 +4,8 @@
 # the tables and the plot.
 #   bench.sh [OUTDIR]      (default: out/bench of the checkout)
 # BENCH_QUICK=1 runs the smoke subset (a few minutes) and leaves bench/ alone; a full run
-# writes bench/results.md and bench/plot.svg. Raw logs stay in OUTDIR. See bench/README.md.
+# writes bench/results.md and bench/plot.svg (BENCH_REPORT=DIR: there instead). Raw logs stay
+# in OUTDIR. See bench/README.md.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +33,9 @@ rc=0
 	"$top/tools/bench/guest.sh" "$out" 2>&1 | tee "$out/console.log" || rc=$?
 echo "bench: the VM ran for $(($(date +%s) - start)) s"
 
-if [ "$quick" = 1 ]; then
+if [ -n "${BENCH_REPORT:-}" ]; then
+	report=$BENCH_REPORT
+elif [ "$quick" = 1 ]; then
 	report=$out
 else
 	report=$top/bench

@@ -13,10 +13,10 @@
 #   NA_TESTS         "TEST=reason ..." for perftest tests the device cannot run
 # It returns non-zero when the device cannot be created; the variant is then reported n/a.
 #
-# A new srdma doorbell mode is one more variant: variant_srdma_poll_setup() { srdma_pair
-# && <select poll mode>; }, its name added to BENCH_VARIANTS_ALL.
+# srdma runs in its default doorbell mode ("kick"); srdma-poll has its devices' pollers watch
+# the doorbells (doorbell_mode in sysfs).
 
-BENCH_VARIANTS_ALL="srdma rxe siw"
+BENCH_VARIANTS_ALL="srdma srdma-poll rxe siw"
 
 # veth_pair A B NET: A gets NET.1, B gets NET.2; two local addresses talk only with accept_local.
 veth_pair() {
@@ -77,6 +77,15 @@ variant_srdma_setup() {
 	CROSSOVER=1
 }
 variant_srdma_teardown() { roce_unpair srdma_a srdma_b sd0; }
+
+variant_srdma_poll_setup() {
+	modprobe srdma || return 1
+	roce_pair srdma srdma_a srdma_b sd0 sd1 10.51.0 || return 1
+	echo poll > /sys/class/infiniband/srdma_a/doorbell_mode || return 1
+	echo poll > /sys/class/infiniband/srdma_b/doorbell_mode || return 1
+	CROSSOVER=0
+}
+variant_srdma_poll_teardown() { roce_unpair srdma_a srdma_b sd0; }
 
 variant_rxe_setup() {
 	modprobe rdma_rxe || return 1

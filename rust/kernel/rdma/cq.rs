@@ -9,8 +9,8 @@ use super::{driver::Driver, qp::QpHandle};
 use crate::{
     bindings,
     init::PinInit,
-    prelude::*,
     new_spinlock, pin_init,
+    prelude::*,
     sync::{Arc, SpinLock},
 };
 use core::ptr::NonNull;

@@ -454,7 +454,10 @@ unsafe fn sysfs_target<'a, T: Driver>(
     // SAFETY: `dev` is the `dev` member of an `ib_device` of `T` (caller guarantee).
     let this = unsafe { Device::<T>::from_raw(dev.cast::<u8>().sub(offset).cast()) };
     // SAFETY: `attr` is an element of the header's array (caller guarantee).
-    let index = unsafe { attr.cast_const().offset_from(this.header.sysfs_attrs.as_ptr()) };
+    let index = unsafe {
+        attr.cast_const()
+            .offset_from(this.header.sysfs_attrs.as_ptr())
+    };
     (this, index as usize)
 }
 

@@ -750,7 +750,10 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             // SAFETY: ib_core passes a valid CQ.
-            let events = Arc::pin_init(CqEvents::new(unsafe { NonNull::new_unchecked(ibcq) }), GFP_KERNEL)?;
+            let events = Arc::pin_init(
+                CqEvents::new(unsafe { NonNull::new_unchecked(ibcq) }),
+                GFP_KERNEL,
+            )?;
             let (data, cqe) = match T::create_cq(dev, &attr, events.clone(), user) {
                 Ok(created) => created,
                 Err(e) => {
@@ -949,7 +952,8 @@ impl<T: Driver> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: A live PD of `T`.
         let pd = unsafe { Pd::<T>::from_raw(ibpd) };
-        let created = DmaMemory::new(pd.device()).and_then(|mem| T::get_dma_mr(pd, access as u32, mem));
+        let created =
+            DmaMemory::new(pd.device()).and_then(|mem| T::get_dma_mr(pd, access as u32, mem));
         match created.and_then(Mr::<T>::into_raw) {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
@@ -990,7 +994,10 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             // SAFETY: ib_core passes a valid SRQ.
-            let events = Arc::pin_init(SrqEvents::new(unsafe { NonNull::new_unchecked(ibsrq) }), GFP_KERNEL)?;
+            let events = Arc::pin_init(
+                SrqEvents::new(unsafe { NonNull::new_unchecked(ibsrq) }),
+                GFP_KERNEL,
+            )?;
             let (data, real) = match T::create_srq(pd, srq_type, &attr, events.clone(), user) {
                 Ok(created) => created,
                 Err(e) => {

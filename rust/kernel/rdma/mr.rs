@@ -163,9 +163,7 @@ impl DmaMemory {
         let src = Self::check(addr, dst.len())?;
         // SAFETY: A kernel caller's mapped buffer in the linear map (type invariant and check),
         // which cannot overlap the driver's own `dst`.
-        unsafe {
-            core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len())
-        };
+        unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 

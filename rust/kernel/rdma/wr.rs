@@ -136,7 +136,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
             return None;
         }
         // SAFETY: Work requests with these opcodes are the first member of an `ib_rdma_wr`.
-        let r = unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
+        let r =
+            unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
         Some((r.remote_addr, r.rkey))
     }
 

@@ -5,18 +5,18 @@
 use crate::params::*;
 use crate::{
     ah::SrdmaAh,
+    counters::Counter,
     counters::{DeviceCounters, DESCS},
     cq::SrdmaCq,
+    doorbell::{new_pool, DbPool},
     mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
     pd::SrdmaPd,
+    poller::Poller,
     qp::{QpShared, SrdmaQp, QPN_MAX, QPN_MIN},
-    doorbell::{new_pool, DbPool},
     srq::SrdmaSrq,
     table::{new_table, Table},
     ucontext::SrdmaUcontext,
-    poller::Poller,
     worker::Worker,
-    counters::Counter,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -31,7 +31,6 @@ use kernel::{
         cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
         driver::UcontextInit,
         mr::{DmaMemory, MrCreated, UserRegion},
-        wr::{RecvWrs, SendWrs},
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
         srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
@@ -39,6 +38,7 @@ use kernel::{
         uapi::{SRDMA_ABI_VERSION, SRDMA_DB_MODE_KICK, SRDMA_DB_MODE_POLL},
         ucontext::User,
         udata::UData,
+        wr::{RecvWrs, SendWrs},
         Device, PortEvent,
     },
     sync::{Arc, Mutex},
@@ -197,7 +197,9 @@ impl rdma::Driver for SrdmaDevice {
         } else {
             b"kick\n"
         };
-        out.get_mut(..text.len()).ok_or(EINVAL)?.copy_from_slice(text);
+        out.get_mut(..text.len())
+            .ok_or(EINVAL)?
+            .copy_from_slice(text);
         Ok(text.len())
     }
 

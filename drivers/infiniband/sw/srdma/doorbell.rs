@@ -12,9 +12,9 @@ use kernel::{
     prelude::*,
     rdma::{
         mmap::{MmapEntry, SharedPages},
+        uapi::{srdma_db_loc, SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE},
         ucontext::User,
         Device,
-        uapi::{srdma_db_loc, SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE},
     },
     sync::{Arc, Mutex},
 };

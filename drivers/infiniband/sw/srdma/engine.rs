@@ -18,7 +18,6 @@ use crate::{
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    time::Ktime,
     net,
     prelude::*,
     rdma::{
@@ -33,6 +32,7 @@ use kernel::{
         Device, DeviceRef,
     },
     sync::Arc,
+    time::Ktime,
 };
 
 // `enum ib_uverbs_wr_opcode`.
@@ -170,7 +170,12 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
         let off = (*ci & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
         // The wr_id is the first field of both SQ and RQ WQEs.
         let wr_id = ring.mem.read_obj::<u64>(off).unwrap_or(0);
-        complete(&q.counters, cq, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn), false);
+        complete(
+            &q.counters,
+            cq,
+            &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn),
+            false,
+        );
         *ci = ci.wrapping_add(1);
     }
     *ci = pi;
@@ -320,10 +325,9 @@ fn execute(
         matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM).then_some(ctrl.imm_data);
     let solicited = ctrl.flags & SRDMA_WQE_SOLICITED as u8 != 0;
     let result = match ctrl.opcode {
-        WR_SEND | WR_SEND_WITH_IMM => deliver(
-            &dest,
-            &Message::new(&data, imm, solicited, q.qpn, WC_RECV),
-        ),
+        WR_SEND | WR_SEND_WITH_IMM => {
+            deliver(&dest, &Message::new(&data, imm, solicited, q.qpn, WC_RECV))
+        }
         _ => {
             let remote: srdma_wqe_remote = match q.sq.mem.read_obj(off + 32) {
                 Ok(r) => r,

@@ -210,10 +210,7 @@ fn post_recv_ring(
 }
 
 /// `post_recv` of kernel callers.
-pub(crate) fn post_recv(
-    qp: &Qp<SrdmaDevice>,
-    wrs: &mut kernel::rdma::wr::RecvWrs<'_>,
-) -> Result {
+pub(crate) fn post_recv(qp: &Qp<SrdmaDevice>, wrs: &mut kernel::rdma::wr::RecvWrs<'_>) -> Result {
     let q = &qp.shared;
     let rq = q.rq.as_ref().ok_or(EINVAL)?;
     if q.state() == QpState::Reset {

@@ -53,8 +53,7 @@ impl_has_work! {
 
 /// Whether `q` has WQEs the kernel has not taken yet.
 fn has_send_work(q: &QpShared) -> bool {
-    q.state() == QpState::Rts
-        && q.db.load(DB_SQ_PI).ok() != q.db.load(DB_SQ_CI).ok()
+    q.state() == QpState::Rts && q.db.load(DB_SQ_PI).ok() != q.db.load(DB_SQ_CI).ok()
 }
 
 fn set_need_wakeup(qps: &[Arc<QpShared>], on: bool) {
@@ -99,7 +98,10 @@ impl Poller {
 
     /// Drops the QPs that are gone or out of RTS; returns whether any is left.
     fn prune(qps: &mut KVec<Arc<QpShared>>) -> bool {
-        if qps.iter().any(|q| !q.is_alive() || q.state() != QpState::Rts) {
+        if qps
+            .iter()
+            .any(|q| !q.is_alive() || q.state() != QpState::Rts)
+        {
             let old = core::mem::take(qps);
             for q in old.into_iter() {
                 if q.is_alive() && q.state() == QpState::Rts {

@@ -11,6 +11,7 @@ use crate::{
     rnr::RnrState,
     table::Reservation,
 };
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
@@ -22,8 +23,8 @@ use kernel::{
             QpType,
         },
         uapi::{
-            srdma_create_qp_resp, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
-            SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE,
+            srdma_create_qp_resp, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE,
+            SRDMA_WQE_BB_SIZE,
         },
         ucontext::User,
         udata::UData,
@@ -31,7 +32,6 @@ use kernel::{
     },
     sync::{Arc, Mutex, SpinLock},
 };
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// `IB_ACCESS_*` rights a QP may grant to incoming RDMA.
 const QP_ACCESS_FLAGS: u32 = 1 | 2 | 4 | 8;

@@ -141,7 +141,8 @@ impl WorkItem<RETRY> for Worker {
                 // Nothing waits; `retry_at` queues the work again.
                 return;
             };
-            let wait_ms = (next - Ktime::ktime_get().to_ns()).clamp(0, i64::from(RETRY_TICK_MS) * 1_000_000)
+            let wait_ms = (next - Ktime::ktime_get().to_ns())
+                .clamp(0, i64::from(RETRY_TICK_MS) * 1_000_000)
                 / 1_000_000;
             let mut guard = this.nap.lock();
             let _ = this
