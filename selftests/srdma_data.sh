@@ -82,7 +82,7 @@ hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 mode=/sys/class/infiniband/srdma_a/doorbell_mode
 check_eq "doorbell_mode: kick by default" kick "$(cat "$mode")"
 check_fails_with "doorbell_mode: other values are refused" "Invalid argument" \
-	sh -c "echo fast > $mode"
+	bash -c "echo fast > $mode"
 w0=$(hw srdma_a poller_wakeups) s0=$(hw srdma_a poller_sleeps)
 pingpong ibv_rc_pingpong "kick mode: ibv_rc_pingpong" -n 100 -c
 check_eq "kick mode: the poller never woke" "$w0 $s0" \

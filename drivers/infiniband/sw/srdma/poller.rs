@@ -4,10 +4,11 @@
 //!
 //! A work item watches the SQ doorbell records of the RTS QPs of poll-mode contexts and
 //! processes new WQEs without a syscall. When nothing arrived for a while it sets
-//! `SRDMA_CTX_NEED_WAKEUP` in their context records, looks once more, and stops; a process
-//! that then rings a doorbell sees the flag and kicks, which processes its WQEs and starts
-//! the poller again (the model of io_uring's SQPOLL). The work item gives the CPU back after a
-//! short batch by queueing itself again, so a busy poller never monopolises a CPU.
+//! `SRDMA_CTX_NEED_WAKEUP` in their context records, looks once more, and naps; a process that
+//! then rings a doorbell sees the flag and kicks, which processes its WQEs and ends the nap
+//! (the model of io_uring's SQPOLL). Naps are bounded, so a wake-up lost in a race delays work
+//! but never strands it. The work item gives the CPU back after a short batch by queueing itself
+//! again, and ends when no QP is left to watch.
 
 use crate::{
     counters::Counter,
@@ -17,11 +18,11 @@ use crate::{
 };
 use core::sync::atomic::{fence, AtomicBool, Ordering};
 use kernel::{
-    impl_has_work, net, new_mutex, new_work,
+    impl_has_work, net, new_condvar, new_mutex, new_work,
     prelude::*,
     rdma::{qp::QpState, uapi::SRDMA_CTX_NEED_WAKEUP, Device},
-    sync::{Arc, Mutex},
-    time::Ktime,
+    sync::{Arc, CondVar, Mutex},
+    time::{msecs_to_jiffies, Ktime},
     types::ARef,
     workqueue::{self, Work, WorkItem},
 };
@@ -30,6 +31,8 @@ use kernel::{
 const IDLE_NS: i64 = 200_000;
 /// How long one run of the work item polls before it queues itself again.
 const BATCH_NS: i64 = 2_000_000;
+/// The longest nap: how late a WQE is processed if a wake-up is lost.
+const NAP_MS: u32 = 10;
 /// Byte offset of the flags in a context record (`struct srdma_ctx_db`).
 const CTX_FLAGS: usize = 0;
 
@@ -41,8 +44,14 @@ pub(crate) struct Poller {
     /// The QPs whose doorbells are watched.
     #[pin]
     qps: Mutex<KVec<Arc<QpShared>>>,
-    /// Whether the work item is queued or running.
+    /// Whether the work item is queued or running (polling or napping).
     running: AtomicBool,
+    /// Whether it naps, flags up, until a kick.
+    napping: AtomicBool,
+    #[pin]
+    nap: Mutex<()>,
+    #[pin]
+    nap_cv: CondVar,
     /// The network device of the srdma device, which finds the device while it is registered.
     ndev: ARef<net::device::Device>,
 }
@@ -69,6 +78,9 @@ impl Poller {
                 work <- new_work!("srdma::Poller::work"),
                 qps <- new_mutex!(KVec::new()),
                 running: AtomicBool::new(false),
+                napping: AtomicBool::new(false),
+                nap <- new_mutex!(()),
+                nap_cv <- new_condvar!("srdma::Poller::nap_cv"),
                 ndev,
             }),
             GFP_KERNEL,
@@ -87,13 +99,15 @@ impl Poller {
         Ok(())
     }
 
-    /// Starts the poller if it sleeps; returns whether it did.
+    /// Starts the poller, or ends its nap, after a kick; returns whether it was idle.
     pub(crate) fn wake(self: &Arc<Self>) -> bool {
-        if self.running.swap(true, Ordering::AcqRel) {
-            return false;
+        if !self.running.swap(true, Ordering::AcqRel) {
+            let _ = workqueue::system_long().enqueue(self.clone());
+            return true;
         }
-        let _ = workqueue::system_unbound().enqueue(self.clone());
-        true
+        let napping = self.napping.load(Ordering::Acquire);
+        self.nap_cv.notify_all();
+        napping
     }
 
     /// Drops the QPs that are gone or out of RTS; returns whether any is left.
@@ -134,43 +148,55 @@ impl WorkItem for Poller {
     type Pointer = Arc<Poller>;
 
     fn run(this: Arc<Poller>) {
-        let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
-            this.running.store(false, Ordering::Release);
-            return;
-        };
-        let mut qps = this.qps.lock();
-        set_need_wakeup(&qps, false);
-        let start = Ktime::ktime_get().to_ns();
-        let mut last_work = start;
         loop {
-            if !Self::prune(&mut qps) {
+            // A registration reference only while polling, never across a nap: unregistration
+            // waits for it before it destroys the QPs that would end the naps.
+            let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
                 this.running.store(false, Ordering::Release);
                 return;
-            }
-            let now = Ktime::ktime_get().to_ns();
-            if Self::pass(&dev, &qps) {
-                last_work = now;
-            } else if now - last_work > IDLE_NS {
-                set_need_wakeup(&qps, true);
-                // Pairs with the provider's barrier between its producer index and its look at
-                // the flag: either it kicks, or this sees its WQEs.
-                fence(Ordering::SeqCst);
-                if qps.iter().any(|q| has_send_work(q)) {
+            };
+            let mut qps = this.qps.lock();
+            set_need_wakeup(&qps, false);
+            let start = Ktime::ktime_get().to_ns();
+            let mut last_work = start;
+            loop {
+                if !Self::prune(&mut qps) {
+                    this.running.store(false, Ordering::Release);
+                    return;
+                }
+                let now = Ktime::ktime_get().to_ns();
+                if Self::pass(&dev, &qps) {
+                    last_work = now;
+                } else if now - last_work > IDLE_NS {
+                    set_need_wakeup(&qps, true);
+                    // Pairs with the provider's barrier between its producer index and its
+                    // look at the flag: either it kicks, or this sees its WQEs.
+                    fence(Ordering::SeqCst);
+                    if !qps.iter().any(|q| has_send_work(q)) {
+                        break;
+                    }
                     set_need_wakeup(&qps, false);
                     last_work = now;
-                    continue;
                 }
-                dev.counters().inc(Counter::PollerSleeps);
-                this.running.store(false, Ordering::Release);
-                return;
+                if now - start > BATCH_NS {
+                    // Back to the workqueue, which reschedules between work items.
+                    drop(qps);
+                    let _ = workqueue::system_long().enqueue(this.clone());
+                    return;
+                }
+                core::hint::spin_loop();
             }
-            if now - start > BATCH_NS {
-                // Back to the workqueue, which reschedules between work items; still running.
-                drop(qps);
-                let _ = workqueue::system_unbound().enqueue(this.clone());
-                return;
-            }
-            core::hint::spin_loop();
+            dev.counters().inc(Counter::PollerSleeps);
+            drop(qps);
+            drop(dev);
+            // Until a kick, or NAP_MS at most: a wake-up lost in a race costs latency, not
+            // progress.
+            let mut guard = this.nap.lock();
+            this.napping.store(true, Ordering::Release);
+            let _ = this
+                .nap_cv
+                .wait_interruptible_timeout(&mut guard, msecs_to_jiffies(NAP_MS));
+            this.napping.store(false, Ordering::Release);
         }
     }
 }
