@@ -198,6 +198,14 @@ pub(crate) struct SrdmaCq {
     pub(crate) shared: Arc<CqShared>,
 }
 
+impl Drop for SrdmaCq {
+    fn drop(&mut self) {
+        // The ring's mapping belongs to the user context, which may go right after the CQ;
+        // QPs still held by the data path keep the ring's memory, not its mapping.
+        drop(self.shared.ring.lock().entry.take());
+    }
+}
+
 impl SrdmaCq {
     /// Creates a CQ with at least `attr.cqe` entries; returns it with its real size.
     pub(crate) fn new(

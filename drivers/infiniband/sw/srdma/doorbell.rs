@@ -38,6 +38,16 @@ pub(crate) struct DbPages {
 /// The doorbell pages of a context, shared by the records taken from them.
 pub(crate) type DbPool = Arc<Mutex<DbPages>>;
 
+impl DbPages {
+    /// Withdraws the pages' mappings, as their user context goes; records still held by the
+    /// data path keep the memory.
+    pub(crate) fn unpublish(&mut self) {
+        for page in self.pages.iter_mut() {
+            drop(page.entry.take());
+        }
+    }
+}
+
 pub(crate) fn new_pool() -> Result<DbPool> {
     Arc::pin_init(new_mutex!(DbPages::default()), GFP_KERNEL)
 }

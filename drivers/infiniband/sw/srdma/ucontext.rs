@@ -29,6 +29,13 @@ pub(crate) struct SrdmaUcontext {
     pub(crate) ctx_db: Option<Arc<DbRecord>>,
 }
 
+impl Drop for SrdmaUcontext {
+    fn drop(&mut self) {
+        // Mapping entries must go before the context does (ib_core checks, then frees it).
+        self.db.lock().unpublish();
+    }
+}
+
 impl SrdmaUcontext {
     pub(crate) fn new(
         dev: &Device<SrdmaDevice>,
