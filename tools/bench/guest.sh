@@ -22,12 +22,7 @@ else
 	xsizes="64 128 192 256 320 512"
 	quick=
 fi
-# The smoke run leaves out the second srdma doorbell mode.
-if [ "${BENCH_QUICK:-0}" = 1 ]; then
-	variants=${BENCH_VARIANTS:-"srdma rxe siw"}
-else
-	variants=${BENCH_VARIANTS:-$BENCH_VARIANTS_ALL}
-fi
+variants=${BENCH_VARIANTS:-$BENCH_VARIANTS_ALL}
 tests=${BENCH_TESTS:-"ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw"}
 bin=$out/bin
 mkdir -p "$out/raw"
