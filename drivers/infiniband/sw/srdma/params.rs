@@ -43,3 +43,6 @@ pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
 pub(crate) const DEFAULT_DOORBELL_MODE: u32 = kernel::rdma::uapi::SRDMA_DB_MODE_KICK;
 /// Bytes of payload an inline send carries in its WQE.
 pub(crate) const MAX_INLINE_DATA: u32 = 256;
+/// Whether the hardware counters count. Always `true`; set to `false` only to build a module
+/// that measures what counting costs (Documentation/infiniband/srdma.rst, "Hardware counters").
+pub(crate) const COUNTING: bool = true;
