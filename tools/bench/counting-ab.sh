@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# What counting costs: runs in the VM and loads, in turn, the built srdma.ko (counting) and a
+# module built with params::COUNTING = false (no counting), three rounds each, and prints
+# perftest's figures for both. Usage, from the checkout:
+#   sed -i 's/COUNTING: bool = true/COUNTING: bool = false/' drivers/infiniband/sw/srdma/params.rs
+#   make kernel && cp "$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" /tmp/srdma-nocount.ko
+#   git checkout drivers/infiniband/sw/srdma/params.rs && make kernel
+#   tools/vm/run.sh -- "$PWD/tools/bench/counting-ab.sh" /tmp/srdma-nocount.ko
+nocount=${1:?usage: counting-ab.sh NOCOUNT_KO}
+. "$(dirname "$0")/../../selftests/lib.sh"
+port=19500
+pair() {
+	ip link add sd0 type veth peer name sd1
+	ip addr add 10.51.0.1/24 dev sd0; ip addr add 10.51.0.2/24 dev sd1
+	ip link set sd0 up; ip link set sd1 up
+	sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.sd0.accept_local=1 net.ipv4.conf.sd1.accept_local=1
+	rdma link add srdma_a type srdma netdev sd0; rdma link add srdma_b type srdma netdev sd1
+	sleep 1
+}
+unpair() { rdma link delete srdma_a; rdma link delete srdma_b; ip link del sd0; }
+run() {
+	local p=$1; shift; port=$((port + 1))
+	timeout 120 $p -d srdma_a -x 1 -p $port "$@" > /tmp/srv.log 2>&1 &
+	sleep 2
+	timeout 110 $p -d srdma_b -x 1 -p $port "$@" 10.51.0.1 > /tmp/cli.log 2>&1
+	wait
+	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1 | awk -v p=$p '{ if (p ~ /lat/) print $5; else print $4 }'
+}
+for round in 1 2 3; do
+for mod in count nocount; do
+	if [ $mod = count ]; then insmod $SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko; else insmod "$nocount"; fi
+	pair
+	echo "$mod round $round: send_lat8 $(run ib_send_lat -s 8 -n 3000) write_lat8 $(run ib_write_lat -s 8 -n 3000) send_bw64 $(run ib_send_bw -s 64 -n 5000) write_bw64K $(run ib_write_bw -s 65536 -n 2000)"
+	unpair
+	rmmod srdma
+done
+done
