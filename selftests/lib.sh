@@ -219,3 +219,21 @@ fold_tap() {
 		esac
 	done
 }
+
+# srdma_pair: srdma_a on sd0 (10.51.0.1) and srdma_b on sd1 (10.51.0.2), a veth pair whose two
+# local addresses talk to each other (accept_local: ib_core resolves the path); removed when
+# the script exits. Skips the whole script if they cannot be made.
+srdma_pair_cleanup() {
+	rdma link delete srdma_a 2>/dev/null
+	rdma link delete srdma_b 2>/dev/null
+	ip link del sd0 2>/dev/null
+}
+srdma_pair() {
+	trap srdma_pair_cleanup EXIT
+	srdma_pair_cleanup
+	setup_veth sd0 sd1 10.51.0.1/24 10.51.0.2/24 || skip_all "cannot create a veth pair"
+	sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.sd0.accept_local=1 \
+		net.ipv4.conf.sd1.accept_local=1
+	rdma link add srdma_a type srdma netdev sd0 || skip_all "cannot create srdma_a"
+	rdma link add srdma_b type srdma netdev sd1 || skip_all "cannot create srdma_b"
+}

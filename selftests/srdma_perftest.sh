@@ -11,20 +11,8 @@ require_cmd rdma ip ss timeout ib_send_lat ib_write_lat ib_read_lat ib_atomic_la
 	ib_send_bw ib_write_bw ib_read_bw
 load_srdma
 
-A=sd0 B=sd1 ADDR_A=10.51.0.1
-cleanup() {
-	rdma link delete srdma_a 2>/dev/null
-	rdma link delete srdma_b 2>/dev/null
-	ip link del "$A" 2>/dev/null
-}
-trap cleanup EXIT
-cleanup
-setup_veth "$A" "$B" "$ADDR_A/24" 10.51.0.2/24 || skip_all "cannot create a veth pair"
-# Two local addresses talk to each other only with accept_local (ib_core resolves the path).
-sysctl -qw net.ipv4.conf.all.accept_local=1 "net.ipv4.conf.$A.accept_local=1" \
-	"net.ipv4.conf.$B.accept_local=1"
-rdma link add srdma_a type srdma netdev "$A" || skip_all "cannot create srdma_a"
-rdma link add srdma_b type srdma netdev "$B" || skip_all "cannot create srdma_b"
+srdma_pair
+ADDR_A=10.51.0.1
 # perftest's -x: the RoCEv2 GID that maps the IPv4 address.
 gid_index=
 for f in "$SYSFS_IB"/srdma_a/ports/1/gids/*; do

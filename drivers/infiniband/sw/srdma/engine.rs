@@ -132,6 +132,20 @@ fn resolve(
     Some((mr.clone(), usize::try_from(addr - mr.iova).ok()?))
 }
 
+/// A producer index beyond the ring (`queue`: "SQ" or "RQ") is garbage the process wrote: the
+/// QP enters the error state.
+fn bad_producer_index(q: &QpShared, queue: &str) {
+    q.counters.inc(Counter::RingErrors);
+    if warn_allowed() {
+        pr_warn!(
+            "QP {}: {} producer index out of range; QP in error\n",
+            q.qpn,
+            queue
+        );
+    }
+    q.enter_error();
+}
+
 fn cqe(wr_id: u64, status: u32, opcode: u32, qp_num: u32) -> srdma_cqe {
     srdma_cqe {
         wr_id,
@@ -211,14 +225,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
     let pi = db.load(DB_SQ_PI)?;
     let pending = pi.wrapping_sub(*ci);
     if pending > q.sq.wqe_cnt {
-        q.counters.inc(Counter::RingErrors);
-        if warn_allowed() {
-            pr_warn!(
-                "QP {}: SQ producer index out of range; QP in error\n",
-                q.qpn
-            );
-        }
-        q.enter_error();
+        bad_producer_index(q, "SQ");
         return Err(EINVAL);
     }
     q.counters.doorbell(pending);
@@ -663,14 +670,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
         return Err(Refused::Rnr(d.attr.lock().min_rnr_timer));
     }
     if pending > rq.wqe_cnt {
-        d.counters.inc(Counter::RingErrors);
-        if warn_allowed() {
-            pr_warn!(
-                "QP {}: RQ producer index out of range; QP in error\n",
-                d.qpn
-            );
-        }
-        d.enter_error();
+        bad_producer_index(d, "RQ");
         return Err(Refused::Unreachable);
     }
     let off = (*ci & (rq.wqe_cnt - 1)) as usize * rq.wqe_size as usize;
