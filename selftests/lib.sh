@@ -86,6 +86,17 @@ wait_for() {
 	done
 }
 
+# tcp_listening PORT: whether a process listens on TCP port PORT (servers that exchange QP
+# numbers over TCP before the client may connect).
+tcp_listening() {
+	[ -n "$(ss -Hltn "sport = :$1")" ]
+}
+
+# cm_listening PORT: whether an rdma_cm ID listens on PORT.
+cm_listening() {
+	rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:$1\b"
+}
+
 # Ends the test: prints the plan and totals, exits with the kselftest code.
 finish() {
 	echo "1..$_tap_n"

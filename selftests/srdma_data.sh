@@ -18,7 +18,7 @@ pingpong() {
 	out=$(mktemp)
 	timeout 60 "$prog" -d srdma_a -g 1 -p "$port" "$@" > "$out" 2>&1 &
 	srv=$!
-	sleep 1
+	wait_for 20 tcp_listening "$port"
 	if timeout 60 "$prog" -d srdma_b -g 1 -p "$port" "$@" 127.0.0.1 >> "$out" 2>&1 && wait "$srv"; then
 		ok "$desc"
 	else
@@ -42,7 +42,7 @@ pingpong ibv_ud_pingpong "ibv_ud_pingpong -e: completion channel events" -n 50 -
 rs=$(mktemp) rc_out=$(mktemp)
 timeout 60 rping -s -a 10.51.0.1 -p 7174 -C 10 -v > "$rs" 2>&1 &
 srv=$!
-sleep 1
+wait_for 20 cm_listening 7174
 if timeout 60 rping -c -a 10.51.0.1 -p 7174 -C 10 -v > "$rc_out" 2>&1 && wait "$srv" &&
 	[ "$(grep -c '^ping data: rdma-ping' "$rc_out")" -eq 10 ] &&
 	[ "$(grep -c '^server ping data: rdma-ping' "$rs")" -eq 10 ]; then

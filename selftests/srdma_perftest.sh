@@ -24,13 +24,6 @@ for f in "$SYSFS_IB"/srdma_a/ports/1/gids/*; do
 done
 [ -n "$gid_index" ] || skip_all "srdma_a has no RoCEv2 IPv4 GID"
 
-tcp_listening() {
-	[ -n "$(ss -Hltn "sport = :$1")" ]
-}
-cm_listening() {
-	rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:$1\b"
-}
-
 port=18600
 # perftest DESC PROGRAM ARGS...: server on srdma_a, client on srdma_b; perftest's TCP exchange,
 # or rdma_cm when ARGS has -R.
