@@ -514,9 +514,10 @@ static void rc_tests(void)
 static void refused_tests(void)
 {
 	struct { enum ibv_qp_type type; uint64_t ops; const char *what; } bad[] = {
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV, "RC with LOCAL_INV" },
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, "RC with BIND_MW" },
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_SEND_WITH_INV, "RC with SEND_WITH_INV" },
+		/* Memory windows are for connected QPs. */
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV, "UD with LOCAL_INV" },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_BIND_MW, "UD with BIND_MW" },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_SEND_WITH_INV, "UD with SEND_WITH_INV" },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ, "UC with RDMA_READ" },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, "UD with RDMA_WRITE" },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_TSO, "UD with TSO" },

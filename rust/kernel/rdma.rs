@@ -19,6 +19,7 @@ pub mod driver;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+pub mod mw;
 mod object;
 pub mod pd;
 pub mod qp;

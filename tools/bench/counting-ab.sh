@@ -1,13 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# What counting costs: runs in the VM and loads, in turn, the built srdma.ko (counting) and a
-# module built with params::COUNTING = false (no counting), three rounds each, and prints
-# perftest's figures for both. Usage, from the checkout:
+# What counting costs: runs in the VM and loads, in turn, the built srdma.ko ("count") and the
+# modules named on the command line (LABEL=PATH), ROUNDS rounds each (3), and prints perftest's
+# figures for all. Usage, from the checkout, for a module built with params::COUNTING = false:
 #   sed -i 's/COUNTING: bool = true/COUNTING: bool = false/' drivers/infiniband/sw/srdma/params.rs
 #   make kernel && cp "$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" /tmp/srdma-nocount.ko
 #   git checkout drivers/infiniband/sw/srdma/params.rs && make kernel
-#   tools/vm/run.sh -- "$PWD/tools/bench/counting-ab.sh" /tmp/srdma-nocount.ko
-nocount=${1:?usage: counting-ab.sh NOCOUNT_KO}
+#   tools/vm/run.sh -- "$PWD/tools/bench/counting-ab.sh" nocount=/tmp/srdma-nocount.ko
+[ $# -gt 0 ] || { echo "usage: counting-ab.sh LABEL=KO..." >&2; exit 2; }
 . "$(dirname "$0")/../../selftests/lib.sh"
 port=19500
 pair() {
@@ -27,9 +27,10 @@ run() {
 	wait
 	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1 | awk -v p=$p '{ if (p ~ /lat/) print $5; else print $4 }'
 }
-for round in 1 2 3; do
-for mod in count nocount; do
-	if [ $mod = count ]; then insmod $SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko; else insmod "$nocount"; fi
+for round in $(seq "${ROUNDS:-3}"); do
+for arg in "count=$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" "$@"; do
+	mod=${arg%%=*}
+	insmod "${arg#*=}"
 	pair
 	echo "$mod round $round: send_lat8 $(run ib_send_lat -s 8 -n 3000) write_lat8 $(run ib_write_lat -s 8 -n 3000) send_bw64 $(run ib_send_bw -s 64 -n 5000) write_bw64K $(run ib_write_bw -s 65536 -n 2000)"
 	unpair

@@ -156,12 +156,27 @@ struct srdma_wqe_ud {
 	__u32 flow_label;
 };
 
+/*
+ * The segment after the control segment of BIND_MW WQEs: ibv_bind_mw (type 1 windows) and
+ * the BIND_MW work request (type 2). LOCAL_INV and SEND_WITH_INV carry the rkey to invalidate
+ * in srdma_wqe_ctrl.imm_data.
+ */
+struct srdma_wqe_bind {
+	__aligned_u64 addr;	/* start of the window in the MR's addresses */
+	__aligned_u64 length;	/* bytes; 0 unbinds a type 1 window */
+	__u32 mw_rkey;		/* names the window: its rkey's index bits count, not the key byte */
+	__u32 new_rkey;		/* the window's rkey once bound: the same index, a new key byte */
+	__u32 mr_lkey;		/* the MR the window lies in (unused when length is 0) */
+	__u32 access;		/* enum ib_uverbs_access_flags of the window */
+};
+
 /* The header of every SQ WQE: SRDMA_SQ_WQE_HDR_SIZE bytes. */
 struct srdma_sq_wqe_hdr {
 	struct srdma_wqe_ctrl ctrl;
 	union {
 		struct srdma_wqe_remote remote;
 		struct srdma_wqe_ud ud;
+		struct srdma_wqe_bind bind;
 	};
 };
 

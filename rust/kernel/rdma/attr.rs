@@ -132,6 +132,11 @@ pub mod device_caps {
     /// Memory management extensions: fast registration, local invalidate.
     pub const MEM_MGT_EXTENSIONS: u64 =
         crate::bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    /// Memory windows (type 1).
+    pub const MEM_WINDOW: u64 = crate::bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+    /// Type 2B memory windows: bound by a work request, to one QP.
+    pub const MEM_WINDOW_TYPE_2B: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
 }
 
 /// Kernel-only capability flags (`enum ib_kernel_cap_flags`).
@@ -202,6 +207,8 @@ pub struct DeviceAttr {
     pub max_cqe: u32,
     /// Maximum number of MRs.
     pub max_mr: u32,
+    /// Maximum number of memory windows.
+    pub max_mw: u32,
     /// Maximum number of PDs.
     pub max_pd: u32,
     /// Maximum outstanding RDMA reads and atomics a QP responds to.
@@ -260,6 +267,7 @@ impl DeviceAttr {
             max_cq: to_int(self.max_cq),
             max_cqe: to_int(self.max_cqe),
             max_mr: to_int(self.max_mr),
+            max_mw: to_int(self.max_mw),
             max_pd: to_int(self.max_pd),
             max_qp_rd_atom: to_int(self.max_qp_rd_atom),
             max_qp_init_rd_atom: to_int(self.max_qp_init_rd_atom),

@@ -11,6 +11,7 @@ use super::{
     device::Device,
     mmap::EntryInner,
     mr::{DmaMemory, Mr, MrCreated, UserRegion},
+    mw::{Mw, MwType},
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
     srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
@@ -55,6 +56,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Srq: Send + Sync;
     /// The driver's data of an address handle.
     type Ah: Send + Sync;
+    /// The driver's data of a memory window.
+    type Mw: Send + Sync;
 
     /// Reports the device's attributes and limits (`query_device`).
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
@@ -197,6 +200,22 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Says whether an MR may be deregistered now (`dereg_mr`); an error keeps the MR and is
+    /// what the deregistration returns. Without it every deregistration goes ahead.
+    fn may_dereg_mr(_mr: &Mr<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates the driver's part of a memory window of type `mw_type` (`alloc_mw`) and
+    /// returns it with the window's first rkey; dropped on `dealloc_mw`.
+    fn alloc_mw(
+        _pd: &Pd<Self>,
+        _mw_type: MwType,
+        _user: Option<User<'_, Self>>,
+    ) -> Result<(Self::Mw, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates the memory region of all kernel memory for kernel callers (`get_dma_mr`).
     ///
     /// `mem` reads and writes the memory that kernel callers name in SGEs of the MR.
@@ -301,6 +320,17 @@ impl<T: Driver> Adapter<T> {
         size_ib_qp: core::mem::size_of::<Qp<T>>(),
         size_ib_srq: core::mem::size_of::<Srq<T>>(),
         size_ib_ah: core::mem::size_of::<Ah<T>>(),
+        size_ib_mw: core::mem::size_of::<Mw<T>>(),
+        alloc_mw: if T::HAS_ALLOC_MW {
+            Some(Self::alloc_mw)
+        } else {
+            None
+        },
+        dealloc_mw: if T::HAS_ALLOC_MW {
+            Some(Self::dealloc_mw)
+        } else {
+            None
+        },
         reg_user_mr: if T::HAS_REG_USER_MR {
             Some(Self::reg_user_mr)
         } else {
@@ -967,8 +997,49 @@ impl<T: Driver> Adapter<T> {
         ibmr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
+        if T::HAS_MAY_DEREG_MR {
+            // SAFETY: The MR came from `Mr::<T>::into_raw` and is alive until freed below.
+            let mr = unsafe { &*ibmr.cast::<Mr<T>>() };
+            if let Err(e) = T::may_dereg_mr(mr) {
+                return e.to_errno();
+            }
+        }
         // SAFETY: The MR came from `Mr::<T>::into_raw` and ib_core is done with it.
         unsafe { Mr::<T>::free(ibmr) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed window of `size_ib_mw` bytes whose `device`, `pd` and `type` are
+    /// set, and `udata` null or valid.
+    unsafe extern "C" fn alloc_mw(
+        ibmw: *mut bindings::ib_mw,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `pd` and `type` before calling the driver.
+            let (pd, mw_type) = unsafe { (Pd::<T>::from_raw((*ibmw).pd), (*ibmw).type_) };
+            let mw_type = MwType::from_raw(mw_type).ok_or(EINVAL)?;
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let (data, rkey) = T::alloc_mw(pd, mw_type, user)?;
+            // SAFETY: ib_core just allocated the object; `dealloc_mw` drops the data. The rkey
+            // is the driver's to set before ib_core reports it.
+            unsafe {
+                Mw::<T>::init_data(ibmw, data);
+                (*ibmw).rkey = rkey;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a window that `alloc_mw` initialised.
+    unsafe extern "C" fn dealloc_mw(ibmw: *mut bindings::ib_mw) -> crate::ffi::c_int {
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Mw::<T>::drop_data(ibmw) };
         0
     }
 

@@ -21,6 +21,10 @@ pub mod access {
     pub const REMOTE_ATOMIC: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
     /// Flags a device may ignore (`IB_ACCESS_OPTIONAL`, such as relaxed ordering).
     pub const OPTIONAL: u32 = crate::bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+    /// Memory windows may be bound to the region.
+    pub const MW_BIND: u32 = crate::bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+    /// Addresses in the region (or window) count from 0 rather than from its start address.
+    pub const ZERO_BASED: u32 = crate::bindings::ib_access_flags_IB_ZERO_BASED;
 }
 
 /// User memory pinned for a memory region.

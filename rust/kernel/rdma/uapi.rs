@@ -9,8 +9,8 @@ use crate::types::{AsBytes, FromBytes};
 pub use crate::uapi::{
     srdma_alloc_ucontext_resp, srdma_cq_db, srdma_cqe, srdma_create_cq_resp, srdma_create_qp_resp,
     srdma_create_srq_resp, srdma_ctx_db, srdma_db_loc, srdma_qp_db, srdma_rq_wqe_hdr, srdma_sge,
-    srdma_sq_wqe_hdr, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud, SRDMA_ABI_VERSION,
-    SRDMA_CQE_OWNER_PHASE, SRDMA_CQE_SIZE, SRDMA_CQ_ARM_NEXT, SRDMA_CQ_ARM_NONE,
+    srdma_sq_wqe_hdr, srdma_wqe_bind, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud,
+    SRDMA_ABI_VERSION, SRDMA_CQE_OWNER_PHASE, SRDMA_CQE_SIZE, SRDMA_CQ_ARM_NEXT, SRDMA_CQ_ARM_NONE,
     SRDMA_CQ_ARM_SOLICITED, SRDMA_CTX_NEED_WAKEUP, SRDMA_DB_MODE_KICK, SRDMA_DB_MODE_POLL,
     SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
     SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE, SRDMA_WQE_FENCE, SRDMA_WQE_INLINE,
@@ -38,6 +38,7 @@ plain_data!(
     srdma_cqe,
     srdma_rq_wqe_hdr,
     srdma_sge,
+    srdma_wqe_bind,
     srdma_wqe_ctrl,
     srdma_wqe_remote,
     srdma_wqe_ud,
@@ -55,6 +56,8 @@ const _: () = {
     assert!(size_of::<srdma_sq_wqe_hdr>() == SRDMA_SQ_WQE_HDR_SIZE as usize);
     assert!(size_of::<srdma_rq_wqe_hdr>() == SRDMA_RQ_WQE_HDR_SIZE as usize);
     assert!(size_of::<srdma_sge>() == SRDMA_SGE_SIZE as usize);
+    // Each segment fits between the control segment and the end of the header.
+    assert!(size_of::<srdma_wqe_bind>() == 32 && size_of::<srdma_wqe_remote>() == 32);
     assert!(size_of::<srdma_cqe>() == SRDMA_CQE_SIZE as usize);
     assert!(core::mem::offset_of!(srdma_cqe, owner) == SRDMA_CQE_SIZE as usize - 4);
 };

@@ -26,6 +26,8 @@ pub mod opcode {
     pub const ATOMIC_CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
     /// Atomic fetch and add.
     pub const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+    /// SEND that invalidates a memory window or fast-registered MR of the receiver.
+    pub const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
 }
 
 /// `enum ib_send_flags` values.

@@ -35,19 +35,29 @@ pub(crate) unsafe fn db_word<'a>(db: *mut u8, offset: usize) -> &'a AtomicU32 {
     unsafe { AtomicU32::from_ptr(db.add(offset).cast()) }
 }
 
-/// Builds the WQE for `wr` at `wqe` (a slot of `size` bytes).
+/// The `imm_data` word of the WQE of `wr`: the immediate data as the verbs user gave it
+/// (network order) or the rkey to invalidate (host order). Both are copied bit for bit; other
+/// opcodes carry nothing there.
+fn imm_word(wr: &ibv_send_wr) -> u32 {
+    match wr.opcode {
+        ibv_wr_opcode_IBV_WR_SEND_WITH_IMM | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM => {
+            // SAFETY: These opcodes use the `imm_data` member, a plain `u32`.
+            unsafe { wr.__bindgen_anon_1.imm_data }
+        }
+        ibv_wr_opcode_IBV_WR_LOCAL_INV | ibv_wr_opcode_IBV_WR_SEND_WITH_INV => {
+            // SAFETY: These opcodes use the `invalidate_rkey` member, a plain `u32`.
+            unsafe { wr.__bindgen_anon_1.invalidate_rkey }
+        }
+        _ => 0,
+    }
+}
+
+/// Puts the SGEs of `wr`, or with `IBV_SEND_INLINE` the data they name, into `w`.
 ///
 /// # Safety
 ///
-/// `wqe` must be a mapped SQ slot of `size` bytes that the caller holds exclusively; `wr` a
-/// valid work request whose SGEs point to readable memory when it is inline.
-unsafe fn build_send_wqe(
-    q: &SrdmaQp,
-    wr: &ibv_send_wr,
-    wqe: *mut u8,
-    size: usize,
-) -> Result<(), c_int> {
-    let opcode = wqe::opcode(wr.opcode).ok_or(libc::EOPNOTSUPP)?;
+/// `wr` must be a valid work request whose SGEs point to readable memory when it is inline.
+unsafe fn set_data(q: &SrdmaQp, wr: &ibv_send_wr, w: &mut SqWqe) -> Result<(), c_int> {
     let n = usize::try_from(wr.num_sge).map_err(|_| libc::EINVAL)?;
     // SAFETY: `sg_list` holds `num_sge` entries (verbs contract).
     let sges = if n == 0 {
@@ -55,19 +65,41 @@ unsafe fn build_send_wqe(
     } else {
         unsafe { core::slice::from_raw_parts(wr.sg_list, n) }
     };
-    // SAFETY: Both members of the union are plain `u32`s.
-    let imm_data = unsafe { wr.__bindgen_anon_1.imm_data };
-    let flags = wqe::wqe_flags(wr.send_flags);
-    // SAFETY: The slot is ours (caller guarantee).
-    let mut w = unsafe { SqWqe::new(wqe, size, wr.wr_id, opcode, flags, imm_data) };
     if wr.send_flags & ibv_send_flags_IBV_SEND_INLINE != 0 {
         let bufs = sges
             .iter()
             .map(|s| (s.addr as usize as *const u8, s.length as usize));
         // SAFETY: Inline SGEs name readable memory of the caller (verbs contract).
-        unsafe { w.inline(bufs, q.geometry.max_inline_data as usize)? };
+        unsafe { w.inline(bufs, q.geometry.max_inline_data as usize) }
     } else {
-        w.sges(sges)?;
+        w.sges(sges)
+    }
+}
+
+/// Builds the WQE for `wr` at `wqe` (a slot of `size` bytes).
+///
+/// # Safety
+///
+/// `wqe` must be a mapped SQ slot of `size` bytes that the caller holds exclusively; `wr` a
+/// valid work request whose SGEs point to readable memory when it is inline, and whose window
+/// and region are live objects when it binds.
+pub(crate) unsafe fn build_send_wqe(
+    q: &SrdmaQp,
+    wr: &ibv_send_wr,
+    wqe: *mut u8,
+    size: usize,
+) -> Result<(), c_int> {
+    let opcode = wqe::opcode(wr.opcode).ok_or(libc::EOPNOTSUPP)?;
+    let qp = &q.vqp.qp_ex.qp_base;
+    if !wqe::valid_on(wr.opcode, qp.qp_type) {
+        return Err(libc::EINVAL);
+    }
+    let flags = wqe::wqe_flags(wr.send_flags);
+    // SAFETY: The slot is ours (caller guarantee).
+    let mut w = unsafe { SqWqe::new(wqe, size, wr.wr_id, opcode, flags, imm_word(wr)) };
+    if wqe::has_data(wr.opcode) {
+        // SAFETY: A valid work request (caller guarantee).
+        unsafe { set_data(q, wr, &mut w)? };
     }
     match wr.opcode {
         ibv_wr_opcode_IBV_WR_RDMA_WRITE
@@ -82,9 +114,15 @@ unsafe fn build_send_wqe(
             let a = unsafe { wr.wr.atomic };
             w.remote(a.remote_addr, a.rkey, a.compare_add, a.swap);
         }
+        ibv_wr_opcode_IBV_WR_BIND_MW => {
+            // SAFETY: Bind work requests use the `bind_mw` member.
+            let b = unsafe { wr.__bindgen_anon_2.bind_mw };
+            // SAFETY: Its window and region are live (caller guarantee).
+            w.bind(unsafe { wqe::bind_segment(qp.context, b.mw, b.rkey, &b.bind_info)? });
+        }
         _ => {}
     }
-    if q.vqp.qp_ex.qp_base.qp_type == ibv_qp_type_IBV_QPT_UD {
+    if qp.qp_type == ibv_qp_type_IBV_QPT_UD {
         // SAFETY: UD work requests use the `ud` member.
         let ud = unsafe { wr.wr.ud };
         if ud.ah.is_null() {
@@ -323,6 +361,8 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
             opcode: c.opcode,
             vendor_err: c.vendor_err,
             byte_len: c.byte_len,
+            // Immediate data (network order) or, with IBV_WC_WITH_INV, the invalidated rkey
+            // (host order): both members of the union are this word as the kernel wrote it.
             __bindgen_anon_1: ibv_wc__bindgen_ty_1 {
                 imm_data: c.imm_data,
             },

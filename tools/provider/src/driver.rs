@@ -2,6 +2,7 @@
 //! `IBVERBS_PRIVATE_34`) that srdma uses. rdma-core does not install that header, so these are
 //! declared here from its documented layout; the tests at the bottom pin the sizes and offsets.
 
+use crate::ffi::{ib_uverbs_alloc_mw_resp, ibv_mw, ibv_mw_type};
 use crate::ffi::{ib_uverbs_create_qp_resp, ibv_qp_init_attr_ex};
 use crate::ffi::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_srq, ibv_srq_attr, ibv_srq_init_attr};
 use crate::ffi::{ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr_ex, ibv_pd};
@@ -116,6 +117,9 @@ pub mod op {
     pub const CREATE_SRQ: usize = 22;
     pub const CREATE_AH: usize = 13;
     pub const ALLOC_PD: usize = 5;
+    pub const ALLOC_MW: usize = 2;
+    pub const BIND_MW: usize = 10;
+    pub const DEALLOC_MW: usize = 25;
     pub const CREATE_CQ: usize = 15;
     pub const CREATE_QP: usize = 19;
     pub const CREATE_QP_EX: usize = 20;
@@ -245,6 +249,16 @@ extern "C" {
         resp_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_dereg_mr(vmr: *mut VerbsMr) -> c_int;
+    pub fn ibv_cmd_alloc_mw(
+        pd: *mut ibv_pd,
+        mw_type: ibv_mw_type,
+        mw: *mut ibv_mw,
+        cmd: *mut c_void,
+        cmd_size: usize,
+        resp: *mut ib_uverbs_alloc_mw_resp,
+        resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_dealloc_mw(mw: *mut ibv_mw) -> c_int;
     pub fn ibv_cmd_create_srq(
         pd: *mut ibv_pd,
         srq: *mut ibv_srq,
@@ -331,12 +345,15 @@ mod tests {
         );
         let slot = |name: &str| names.iter().position(|n| *n == name).unwrap();
         let ours = [
+            (op::ALLOC_MW, "alloc_mw"),
             (op::ALLOC_PD, "alloc_pd"),
+            (op::BIND_MW, "bind_mw"),
             (op::CREATE_AH, "create_ah"),
             (op::CREATE_CQ, "create_cq"),
             (op::CREATE_QP, "create_qp"),
             (op::CREATE_QP_EX, "create_qp_ex"),
             (op::CREATE_SRQ, "create_srq"),
+            (op::DEALLOC_MW, "dealloc_mw"),
             (op::DEALLOC_PD, "dealloc_pd"),
             (op::DEREG_MR, "dereg_mr"),
             (op::DESTROY_AH, "destroy_ah"),
@@ -404,5 +421,7 @@ mod tests {
         assert_eq!(size_of::<srdma_qp_db>(), SRDMA_DB_RECORD_SIZE as usize);
         assert_eq!(size_of::<srdma_cq_db>(), SRDMA_DB_RECORD_SIZE as usize);
         assert_eq!(offset_of!(VerbsQp, comp_mask), 352);
+        assert_eq!(size_of::<srdma_wqe_bind>(), 32);
+        assert_eq!(offset_of!(srdma_sq_wqe_hdr, __bindgen_anon_1), 32);
     }
 }

@@ -13,6 +13,7 @@ pub mod driver;
 pub mod ffi;
 pub mod lock;
 pub mod mr;
+pub mod mw;
 pub mod pd;
 pub mod qp;
 pub mod srq;

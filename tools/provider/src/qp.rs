@@ -224,3 +224,35 @@ pub(crate) unsafe extern "C" fn query_qp(
         )
     }
 }
+
+/// A QP of the context `ctx` (never dereferenced) whose SQ is `sq`, with slots of 128 bytes,
+/// and whose doorbell record is `db`: enough to build WQEs without a device.
+#[cfg(test)]
+pub(crate) fn test_qp(
+    ctx: *mut ibv_context,
+    qp_type: ibv_qp_type,
+    sq: &mut [u8],
+    db: &mut [u32; 4],
+) -> SrdmaQp {
+    // SAFETY: All-zero is the expected initial state of the C parts.
+    let mut vqp: VerbsQp = unsafe { core::mem::zeroed() };
+    vqp.qp_ex.qp_base.context = ctx;
+    vqp.qp_ex.qp_base.qp_type = qp_type;
+    SrdmaQp {
+        vqp,
+        sq: sq.as_mut_ptr(),
+        sq_len: sq.len(),
+        rq: null_mut(),
+        rq_len: 0,
+        db: db.as_mut_ptr().cast(),
+        geometry: srdma_create_qp_resp {
+            sq_wqe_cnt: (sq.len() / 128) as u32,
+            sq_wqe_size: 128,
+            max_inline_data: 64,
+            ..Default::default()
+        },
+        sq_pi: SqLock::new(0),
+        wr: UnsafeCell::new(Default::default()),
+        rq_pi: std::sync::Mutex::new(0),
+    }
+}

@@ -1,6 +1,6 @@
 //! The encoder of send-queue WQEs (`struct srdma_sq_wqe_hdr` and its data area), shared by
-//! `ibv_post_send` and the work-request API (`ibv_wr_*`): both fill a slot of the mapped SQ
-//! segment by segment and write the control segment last.
+//! `ibv_post_send`, `ibv_bind_mw` and the work-request API (`ibv_wr_*`): all fill a slot of the
+//! mapped SQ segment by segment and write the control segment last.
 #![allow(
     non_upper_case_globals,
     reason = "the verbs constants keep their C names"
@@ -11,11 +11,11 @@ use crate::ffi::*;
 use core::mem::size_of;
 use libc::c_int;
 
-/// Bytes of the WQE header (control and remote or datagram segment).
+/// Bytes of the WQE header (control and remote, datagram or bind segment).
 pub(crate) const HDR: usize = SRDMA_SQ_WQE_HDR_SIZE as usize;
 /// Bytes of one scatter/gather entry in the data area.
 pub(crate) const SGE: usize = SRDMA_SGE_SIZE as usize;
-/// Where the remote or datagram segment starts.
+/// Where the remote, datagram or bind segment starts.
 const SEG: usize = size_of::<srdma_wqe_ctrl>();
 
 /// Returns the srdma opcode of a verbs send opcode, if srdma executes it.
@@ -27,9 +27,34 @@ pub(crate) fn opcode(op: ibv_wr_opcode) -> Option<u8> {
         | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
         | ibv_wr_opcode_IBV_WR_RDMA_READ
         | ibv_wr_opcode_IBV_WR_ATOMIC_CMP_AND_SWP
-        | ibv_wr_opcode_IBV_WR_ATOMIC_FETCH_AND_ADD => Some(op as u8),
+        | ibv_wr_opcode_IBV_WR_ATOMIC_FETCH_AND_ADD
+        | ibv_wr_opcode_IBV_WR_LOCAL_INV
+        | ibv_wr_opcode_IBV_WR_BIND_MW
+        | ibv_wr_opcode_IBV_WR_SEND_WITH_INV => Some(op as u8),
         _ => None,
     }
+}
+
+/// Whether `op` may be posted on a QP of `qp_type`. Memory windows belong to connections:
+/// a datagram QP cannot bind, invalidate or send with invalidate (and its datagram segment
+/// would take the place of the bind segment).
+pub(crate) fn valid_on(op: ibv_wr_opcode, qp_type: ibv_qp_type) -> bool {
+    qp_type != ibv_qp_type_IBV_QPT_UD
+        || !matches!(
+            op,
+            ibv_wr_opcode_IBV_WR_LOCAL_INV
+                | ibv_wr_opcode_IBV_WR_BIND_MW
+                | ibv_wr_opcode_IBV_WR_SEND_WITH_INV
+        )
+}
+
+/// Whether `op` moves data (SGEs or an inline payload); bind and local invalidate name
+/// memory by its keys alone, so their SGEs, if any, are ignored.
+pub(crate) fn has_data(op: ibv_wr_opcode) -> bool {
+    !matches!(
+        op,
+        ibv_wr_opcode_IBV_WR_LOCAL_INV | ibv_wr_opcode_IBV_WR_BIND_MW
+    )
 }
 
 /// Whether the payload of `op` may be inline: only data the requester sends.
@@ -38,9 +63,66 @@ pub(crate) fn may_inline(op: ibv_wr_opcode) -> bool {
         op,
         ibv_wr_opcode_IBV_WR_SEND
             | ibv_wr_opcode_IBV_WR_SEND_WITH_IMM
+            | ibv_wr_opcode_IBV_WR_SEND_WITH_INV
             | ibv_wr_opcode_IBV_WR_RDMA_WRITE
             | ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM
     )
+}
+
+/// `ibv_inc_rkey` (an inline function of verbs.h, so not in the bindings): the same window
+/// or region index, the next key byte.
+pub(crate) fn inc_rkey(rkey: u32) -> u32 {
+    (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff)
+}
+
+/// Returns the bind segment that binds `mw` under the new rkey `rkey` as `info` describes,
+/// for a QP of the context `ctx`.
+///
+/// `EINVAL` for what the kernel could not make sense of: no window, a window or region of
+/// another context, a new rkey of another window (only the key byte is the consumer's to
+/// choose), or a range without a region. Everything else (PDs, rights, the range within the
+/// region, the window's type and state) is the kernel's to check when it executes the bind.
+///
+/// # Safety
+///
+/// `mw` must be null or a live memory window and `info.mr` null or a live memory region.
+pub(crate) unsafe fn bind_segment(
+    ctx: *mut ibv_context,
+    mw: *mut ibv_mw,
+    rkey: u32,
+    info: &ibv_mw_bind_info,
+) -> Result<srdma_wqe_bind, c_int> {
+    if mw.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: A live window (caller guarantee).
+    let mw = unsafe { &*mw };
+    if mw.context != ctx || (mw.rkey ^ rkey) & !0xff != 0 {
+        return Err(libc::EINVAL);
+    }
+    // Unbinding a type 1 window (length 0) names no region.
+    let mr_lkey = if info.mr.is_null() {
+        if info.length != 0 {
+            return Err(libc::EINVAL);
+        }
+        0
+    } else {
+        // SAFETY: A live region (caller guarantee).
+        let mr = unsafe { &*info.mr };
+        if mr.context != ctx {
+            return Err(libc::EINVAL);
+        }
+        mr.lkey
+    };
+    Ok(srdma_wqe_bind {
+        addr: info.addr,
+        length: info.length,
+        mw_rkey: mw.rkey,
+        new_rkey: rkey,
+        mr_lkey,
+        // The verbs access bits are the uverbs ones: passed on as they are.
+        access: info.mw_access_flags,
+    })
 }
 
 /// Returns the WQE flags (`SRDMA_WQE_*`) of verbs send flags; inline is the data's business.
@@ -157,6 +239,17 @@ impl SqWqe {
             self.base
                 .add(SEG)
                 .cast::<srdma_wqe_ud>()
+                .write_unaligned(seg)
+        };
+    }
+
+    /// Writes the bind segment of a BIND_MW WQE.
+    pub(crate) fn bind(&mut self, seg: srdma_wqe_bind) {
+        // SAFETY: The segment lies within the header of our slot (type invariant).
+        unsafe {
+            self.base
+                .add(SEG)
+                .cast::<srdma_wqe_bind>()
                 .write_unaligned(seg)
         };
     }
@@ -311,8 +404,121 @@ mod tests {
     #[test]
     fn opcodes() {
         assert_eq!(opcode(ibv_wr_opcode_IBV_WR_SEND), Some(2));
-        assert_eq!(opcode(ibv_wr_opcode_IBV_WR_LOCAL_INV), None);
+        assert_eq!(opcode(ibv_wr_opcode_IBV_WR_LOCAL_INV), Some(7));
+        assert_eq!(opcode(ibv_wr_opcode_IBV_WR_BIND_MW), Some(8));
+        assert_eq!(opcode(ibv_wr_opcode_IBV_WR_SEND_WITH_INV), Some(9));
+        assert_eq!(opcode(ibv_wr_opcode_IBV_WR_TSO), None);
         assert!(may_inline(ibv_wr_opcode_IBV_WR_RDMA_WRITE_WITH_IMM));
+        assert!(may_inline(ibv_wr_opcode_IBV_WR_SEND_WITH_INV));
         assert!(!may_inline(ibv_wr_opcode_IBV_WR_RDMA_READ));
+        assert!(!may_inline(ibv_wr_opcode_IBV_WR_BIND_MW));
+        assert!(!has_data(ibv_wr_opcode_IBV_WR_LOCAL_INV));
+        assert!(has_data(ibv_wr_opcode_IBV_WR_SEND_WITH_INV));
+        let (ud, uc) = (ibv_qp_type_IBV_QPT_UD, ibv_qp_type_IBV_QPT_UC);
+        assert!(!valid_on(ibv_wr_opcode_IBV_WR_BIND_MW, ud));
+        assert!(!valid_on(ibv_wr_opcode_IBV_WR_SEND_WITH_INV, ud));
+        assert!(valid_on(ibv_wr_opcode_IBV_WR_SEND, ud));
+        assert!(valid_on(ibv_wr_opcode_IBV_WR_LOCAL_INV, uc));
+    }
+
+    #[test]
+    fn inc_rkey_wraps_the_key_byte() {
+        assert_eq!(inc_rkey(0x0080_0012), 0x0080_0013);
+        assert_eq!(inc_rkey(0x0080_00ff), 0x0080_0000);
+        assert_eq!(inc_rkey(0xffff_ffff), 0xffff_ff00);
+    }
+
+    /// A context address for the objects of the bind tests; never dereferenced.
+    fn fake_ctx(n: usize) -> *mut ibv_context {
+        core::ptr::null_mut::<u8>().wrapping_add(n).cast()
+    }
+
+    #[test]
+    fn bind_wqe() {
+        let ctx = fake_ctx(0x1000);
+        let mut mw = ibv_mw {
+            context: ctx,
+            rkey: 0x0080_0105,
+            type_: ibv_mw_type_IBV_MW_TYPE_2,
+            ..Default::default()
+        };
+        let mut mr = ibv_mr {
+            context: ctx,
+            lkey: 0x0000_0207,
+            ..Default::default()
+        };
+        let access =
+            ibv_access_flags_IBV_ACCESS_REMOTE_READ | ibv_access_flags_IBV_ACCESS_ZERO_BASED;
+        let info = ibv_mw_bind_info {
+            mr: &mut mr,
+            addr: 0x7000_1000,
+            length: 0x2000,
+            mw_access_flags: access,
+        };
+        let new = inc_rkey(mw.rkey);
+        // SAFETY: `mw` and `mr` are live.
+        let seg = unsafe { bind_segment(ctx, &mut mw, new, &info) }.unwrap();
+        let mut buf = slot();
+        let op = opcode(ibv_wr_opcode_IBV_WR_BIND_MW).unwrap();
+        let flags = wqe_flags(ibv_send_flags_IBV_SEND_SIGNALED);
+        // SAFETY: `buf` is a slot of the size given, ours alone.
+        let mut w = unsafe { SqWqe::new(buf.as_mut_ptr(), buf.len(), 3, op, flags, 0) };
+        w.bind(seg);
+        w.finish();
+        let c = ctrl_of(&buf);
+        assert_eq!((c.wr_id, c.opcode, c.num_sge, c.inline_len), (3, 8, 0, 0));
+        assert_eq!((c.flags, c.imm_data), (SRDMA_WQE_SIGNALED as u8, 0));
+        // The ABI puts the bind segment right after the control segment.
+        assert_eq!(SEG, 32);
+        // SAFETY: The bind segment lies within `buf`.
+        let b = unsafe {
+            buf.as_ptr()
+                .add(32)
+                .cast::<srdma_wqe_bind>()
+                .read_unaligned()
+        };
+        assert_eq!((b.addr, b.length), (0x7000_1000, 0x2000));
+        assert_eq!((b.mw_rkey, b.new_rkey), (0x0080_0105, 0x0080_0106));
+        assert_eq!((b.mr_lkey, b.access), (0x207, access));
+        assert_eq!(buf[HDR], 0xa5, "no data area");
+    }
+
+    #[test]
+    fn bind_checks() {
+        let ctx = fake_ctx(0x1000);
+        let mut mw = ibv_mw {
+            context: ctx,
+            rkey: 0x0080_0105,
+            ..Default::default()
+        };
+        let mut mr = ibv_mr {
+            context: fake_ctx(0x2000),
+            ..Default::default()
+        };
+        let unbind = ibv_mw_bind_info::default();
+        // SAFETY: The windows and regions given are live or null.
+        unsafe {
+            let seg = bind_segment(ctx, &mut mw, 0x0080_0106, &unbind).unwrap();
+            assert_eq!((seg.length, seg.mr_lkey), (0, 0));
+            let no_mr = ibv_mw_bind_info {
+                length: 1,
+                ..Default::default()
+            };
+            let r = bind_segment(ctx, &mut mw, 0x0080_0106, &no_mr);
+            assert_eq!(r.err(), Some(libc::EINVAL));
+            let foreign_mr = ibv_mw_bind_info {
+                mr: &mut mr,
+                length: 1,
+                ..Default::default()
+            };
+            let r = bind_segment(ctx, &mut mw, 0x0080_0106, &foreign_mr);
+            assert_eq!(r.err(), Some(libc::EINVAL));
+            let other_window = bind_segment(ctx, &mut mw, 0x0080_0206, &unbind);
+            assert_eq!(other_window.err(), Some(libc::EINVAL));
+            let foreign_mw = bind_segment(fake_ctx(0x3000), &mut mw, 0x0080_0106, &unbind);
+            assert_eq!(foreign_mw.err(), Some(libc::EINVAL));
+            let none = bind_segment(ctx, core::ptr::null_mut(), 0, &unbind);
+            assert_eq!(none.err(), Some(libc::EINVAL));
+        }
     }
 }

@@ -15,6 +15,10 @@ use crate::wqe::{self, SqWqe};
 use core::sync::atomic::Ordering;
 use libc::{c_int, c_void};
 
+/// The memory-window operations, on connected QPs.
+const MW_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_BIND_MW
+    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_LOCAL_INV
+    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND_WITH_INV) as u64;
 /// The `send_ops_flags` srdma executes on an RC QP.
 const RC_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND_WITH_IMM
@@ -22,12 +26,14 @@ const RC_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_READ
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
-    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) as u64;
+    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) as u64
+    | MW_OPS;
 /// On a UC QP: no reads, no atomics.
 const UC_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND_WITH_IMM
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_WRITE
-    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) as u64;
+    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM) as u64
+    | MW_OPS;
 /// On a UD QP: sends only.
 const UD_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND_WITH_IMM) as u64;
@@ -80,6 +86,15 @@ pub(crate) fn install(qpx: &mut ibv_qp_ex, qp_type: ibv_qp_type, send_ops_flags:
     }
     if has(ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) {
         qpx.wr_atomic_fetch_add = Some(wr_atomic_fetch_add);
+    }
+    if has(ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_BIND_MW) {
+        qpx.wr_bind_mw = Some(wr_bind_mw);
+    }
+    if has(ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_LOCAL_INV) {
+        qpx.wr_local_inv = Some(wr_local_inv);
+    }
+    if has(ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND_WITH_INV) {
+        qpx.wr_send_inv = Some(wr_send_inv);
     }
     if qp_type == ibv_qp_type_IBV_QPT_UD {
         qpx.wr_set_ud_addr = Some(wr_set_ud_addr);
@@ -292,6 +307,40 @@ unsafe extern "C" fn wr_send_imm(qpx: *mut ibv_qp_ex, imm_data: u32) {
     unsafe { begin(qpx, ibv_wr_opcode_IBV_WR_SEND_WITH_IMM, imm_data) };
 }
 
+unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, invalidate_rkey: u32) {
+    // SAFETY: libibverbs calls builders inside wr_start .. wr_complete.
+    unsafe { begin(qpx, ibv_wr_opcode_IBV_WR_SEND_WITH_INV, invalidate_rkey) };
+}
+
+unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, invalidate_rkey: u32) {
+    // SAFETY: libibverbs calls builders inside wr_start .. wr_complete.
+    unsafe { begin(qpx, ibv_wr_opcode_IBV_WR_LOCAL_INV, invalidate_rkey) };
+}
+
+unsafe extern "C" fn wr_bind_mw(
+    qpx: *mut ibv_qp_ex,
+    mw: *mut ibv_mw,
+    rkey: u32,
+    bind_info: *const ibv_mw_bind_info,
+) {
+    if bind_info.is_null() {
+        // SAFETY: libibverbs calls builders inside wr_start .. wr_complete.
+        return unsafe { fail(qpx, libc::EINVAL) };
+    }
+    // SAFETY: A QP of ours; the window, the bind description and its region are live (verbs
+    // contract).
+    let seg = unsafe { wqe::bind_segment((*qpx).qp_base.context, mw, rkey, &*bind_info) };
+    let seg = match seg {
+        Ok(seg) => seg,
+        // SAFETY: libibverbs calls builders inside wr_start .. wr_complete.
+        Err(e) => return unsafe { fail(qpx, e) },
+    };
+    // SAFETY: As above.
+    if let Some(w) = unsafe { begin(qpx, ibv_wr_opcode_IBV_WR_BIND_MW, 0) } {
+        w.bind(seg);
+    }
+}
+
 unsafe extern "C" fn wr_rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, remote_addr: u64) {
     // SAFETY: libibverbs calls builders inside wr_start .. wr_complete.
     if let Some(w) = unsafe { begin(qpx, ibv_wr_opcode_IBV_WR_RDMA_WRITE, 0) } {
@@ -370,7 +419,12 @@ unsafe extern "C" fn wr_set_ud_addr(
 unsafe fn set_sges(qpx: *mut ibv_qp_ex, sges: &[ibv_sge]) {
     // SAFETY: Caller guarantee.
     if let Some((_, cur)) = unsafe { current(qpx) } {
-        if let Err(e) = cur.wqe.sges(sges) {
+        let res = if wqe::has_data(cur.opcode) {
+            cur.wqe.sges(sges)
+        } else {
+            Err(libc::EINVAL)
+        };
+        if let Err(e) = res {
             // SAFETY: Caller guarantee.
             unsafe { fail(qpx, e) };
         }
@@ -466,13 +520,17 @@ mod tests {
             Ok(()),
             "flags unused"
         );
-        let inv = ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_LOCAL_INV as u64;
-        assert_eq!(check_init_attr(&attr(rc, ops, inv)), Err(libc::EOPNOTSUPP));
+        let tso = ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_TSO as u64;
+        assert_eq!(check_init_attr(&attr(rc, ops, tso)), Err(libc::EOPNOTSUPP));
+        let inv = ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND_WITH_INV as u64;
+        assert_eq!(check_init_attr(&attr(rc, ops, inv)), Ok(()));
         let read = ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_READ as u64;
         let uc = ibv_qp_type_IBV_QPT_UC;
         assert_eq!(check_init_attr(&attr(uc, ops, read)), Err(libc::EOPNOTSUPP));
         assert_eq!(check_init_attr(&attr(uc, ops, UC_OPS)), Ok(()));
         let ud = ibv_qp_type_IBV_QPT_UD;
+        let bind = ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_BIND_MW as u64;
+        assert_eq!(check_init_attr(&attr(ud, ops, bind)), Err(libc::EOPNOTSUPP));
         assert_eq!(
             check_init_attr(&attr(ud, ops, UC_OPS)),
             Err(libc::EOPNOTSUPP)
@@ -500,6 +558,167 @@ mod tests {
         let mut qpx: ibv_qp_ex = unsafe { core::mem::zeroed() };
         install(&mut qpx, ibv_qp_type_IBV_QPT_RC, RC_OPS);
         assert!(qpx.wr_rdma_read.is_some() && qpx.wr_atomic_fetch_add.is_some());
-        assert!(qpx.wr_set_ud_addr.is_none() && qpx.wr_send_inv.is_none());
+        assert!(qpx.wr_set_ud_addr.is_none() && qpx.wr_send_tso.is_none());
+        assert!(qpx.wr_bind_mw.is_some() && qpx.wr_local_inv.is_some());
+        assert!(qpx.wr_send_inv.is_some());
+    }
+
+    /// A context address for the test objects; never dereferenced.
+    fn fake_ctx() -> *mut ibv_context {
+        core::ptr::null_mut::<u8>().wrapping_add(0x1000).cast()
+    }
+
+    const SLOT: usize = 128;
+
+    // `ibv_post_send` and `ibv_wr_*` must put the same bytes into the SQ.
+    #[test]
+    fn wr_api_and_post_send_build_the_same_wqes() {
+        let ctx = fake_ctx();
+        let mut mw = ibv_mw {
+            context: ctx,
+            rkey: 0x0080_0203,
+            type_: ibv_mw_type_IBV_MW_TYPE_2,
+            ..Default::default()
+        };
+        let mut mr = ibv_mr {
+            context: ctx,
+            lkey: 0x0000_0111,
+            ..Default::default()
+        };
+        let info = ibv_mw_bind_info {
+            mr: &mut mr,
+            addr: 0x1000,
+            length: 0x100,
+            mw_access_flags: ibv_access_flags_IBV_ACCESS_REMOTE_WRITE,
+        };
+        let new = wqe::inc_rkey(mw.rkey);
+        let mut data = [7u8; 8];
+        let mut sge = ibv_sge {
+            addr: 0x5000,
+            length: 40,
+            lkey: 0x111,
+        };
+        let signaled = ibv_send_flags_IBV_SEND_SIGNALED;
+
+        let (mut sq_a, mut db_a) = (vec![0u8; 8 * SLOT], [0u32; 4]);
+        let mut qa = crate::qp::test_qp(ctx, ibv_qp_type_IBV_QPT_RC, &mut sq_a, &mut db_a);
+        let qpx = core::ptr::addr_of_mut!(qa.vqp.qp_ex);
+        // SAFETY: A QP with its SQ; the builders run between wr_start and wr_abort, with live
+        // objects and buffers.
+        unsafe {
+            wr_start(qpx);
+            ((*qpx).wr_id, (*qpx).wr_flags) = (1, signaled);
+            wr_bind_mw(qpx, &mut mw, new, &info);
+            ((*qpx).wr_id, (*qpx).wr_flags) = (2, 0);
+            wr_local_inv(qpx, 0x0080_0204);
+            ((*qpx).wr_id, (*qpx).wr_flags) = (3, signaled);
+            wr_send_inv(qpx, 0x0080_0204);
+            wr_set_sge(qpx, sge.lkey, sge.addr, sge.length);
+            ((*qpx).wr_id, (*qpx).wr_flags) = (4, 0);
+            wr_send_inv(qpx, 0x1234_5678);
+            wr_set_inline_data(qpx, data.as_mut_ptr().cast(), data.len());
+            // Completes the one before; wr_abort drops this one.
+            wr_send(qpx);
+            assert_eq!(batch(&*qpx.cast::<SrdmaQp>()).err, 0);
+            wr_abort(qpx);
+        }
+
+        let mut wrs = [
+            ibv_send_wr::default(),
+            ibv_send_wr::default(),
+            ibv_send_wr::default(),
+            ibv_send_wr::default(),
+        ];
+        wrs[0].opcode = ibv_wr_opcode_IBV_WR_BIND_MW;
+        wrs[0].send_flags = signaled;
+        wrs[0].__bindgen_anon_2.bind_mw = ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+            mw: &mut mw,
+            rkey: new,
+            bind_info: info,
+        };
+        wrs[1].opcode = ibv_wr_opcode_IBV_WR_LOCAL_INV;
+        wrs[1].__bindgen_anon_1.invalidate_rkey = 0x0080_0204;
+        wrs[2].opcode = ibv_wr_opcode_IBV_WR_SEND_WITH_INV;
+        wrs[2].send_flags = signaled;
+        wrs[2].__bindgen_anon_1.invalidate_rkey = 0x0080_0204;
+        (wrs[2].sg_list, wrs[2].num_sge) = (&mut sge, 1);
+        let mut inline = ibv_sge {
+            addr: data.as_ptr() as u64,
+            length: data.len() as u32,
+            lkey: 0,
+        };
+        wrs[3].opcode = ibv_wr_opcode_IBV_WR_SEND_WITH_INV;
+        wrs[3].send_flags = ibv_send_flags_IBV_SEND_INLINE;
+        wrs[3].__bindgen_anon_1.invalidate_rkey = 0x1234_5678;
+        (wrs[3].sg_list, wrs[3].num_sge) = (&mut inline, 1);
+        let (mut sq_b, mut db_b) = (vec![0u8; 8 * SLOT], [0u32; 4]);
+        let qb = crate::qp::test_qp(ctx, ibv_qp_type_IBV_QPT_RC, &mut sq_b, &mut db_b);
+        for (i, wr) in wrs.iter_mut().enumerate() {
+            wr.wr_id = i as u64 + 1;
+            // SAFETY: A slot of the QP's SQ; valid work requests with live objects.
+            let r = unsafe { crate::datapath::build_send_wqe(&qb, wr, qb.sq.add(i * SLOT), SLOT) };
+            assert_eq!(r, Ok(()));
+        }
+
+        assert!(sq_a[..4 * SLOT] == sq_b[..4 * SLOT]);
+        let ctrl = |i: usize| {
+            // SAFETY: A control segment lies at the start of each slot.
+            unsafe {
+                sq_a.as_ptr()
+                    .add(i * SLOT)
+                    .cast::<srdma_wqe_ctrl>()
+                    .read_unaligned()
+            }
+        };
+        assert_eq!(
+            (ctrl(0).opcode, ctrl(0).num_sge, ctrl(0).imm_data),
+            (8, 0, 0)
+        );
+        assert_eq!(
+            (ctrl(1).opcode, ctrl(1).num_sge, ctrl(1).imm_data),
+            (7, 0, 0x0080_0204)
+        );
+        assert_eq!((ctrl(2).opcode, ctrl(2).num_sge), (9, 1));
+        // The rkey to invalidate is in host order, unlike immediate data.
+        assert_eq!(
+            &sq_a[3 * SLOT + 16..3 * SLOT + 20],
+            &0x1234_5678u32.to_ne_bytes()
+        );
+        assert_eq!(ctrl(3).inline_len, 8);
+    }
+
+    #[test]
+    fn mw_work_requests_refused() {
+        let ctx = fake_ctx();
+        let (mut sq, mut db) = (vec![0u8; 8 * SLOT], [0u32; 4]);
+        let mut q = crate::qp::test_qp(ctx, ibv_qp_type_IBV_QPT_RC, &mut sq, &mut db);
+        let qpx = core::ptr::addr_of_mut!(q.vqp.qp_ex);
+        // SAFETY: As above.
+        unsafe {
+            wr_start(qpx);
+            wr_local_inv(qpx, 0x0080_0204);
+            wr_set_sge(qpx, 1, 0x5000, 8);
+            assert_eq!(
+                batch(&*qpx.cast::<SrdmaQp>()).err,
+                libc::EINVAL,
+                "SGEs of LOCAL_INV"
+            );
+            wr_abort(qpx);
+            wr_start(qpx);
+            wr_bind_mw(qpx, core::ptr::null_mut(), 0, &ibv_mw_bind_info::default());
+            assert_eq!(wr_complete(qpx), libc::EINVAL, "no window");
+        }
+        let mut wr = ibv_send_wr {
+            opcode: ibv_wr_opcode_IBV_WR_LOCAL_INV,
+            ..Default::default()
+        };
+        let ud = crate::qp::test_qp(ctx, ibv_qp_type_IBV_QPT_UD, &mut sq, &mut db);
+        // SAFETY: A slot of the QP's SQ; a valid work request.
+        let r = unsafe { crate::datapath::build_send_wqe(&ud, &wr, ud.sq, SLOT) };
+        assert_eq!(r, Err(libc::EINVAL));
+        wr.opcode = ibv_wr_opcode_IBV_WR_TSO;
+        // SAFETY: As above.
+        let r = unsafe { crate::datapath::build_send_wqe(&ud, &wr, ud.sq, SLOT) };
+        assert_eq!(r, Err(libc::EOPNOTSUPP));
     }
 }

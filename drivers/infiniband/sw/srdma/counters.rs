@@ -3,12 +3,14 @@
 //! Hardware counters: what the device did, exactly, shown in
 //! `/sys/class/infiniband/<dev>/ports/1/hw_counters/` and by `rdma statistic`.
 //!
-//! Every QP counts into a block of its own ([`QpCounters`]): the send side is counted by the
-//! engine while it holds the QP's SQ lock, the receive side while it holds the QP's RQ lock,
-//! so an increment is a relaxed atomic add on a cache line no other QP writes; there is no
-//! lock and no device-wide line per WQE. A read sums the blocks of the device's QPs and the
-//! counts that destroyed QPs left behind ([`DeviceCounters`]); reads are rare, so the work goes
-//! there. Documentation/infiniband/srdma.rst says what increments each counter.
+//! Every QP counts into blocks of its own ([`QpCounters`]): the send side into one that only
+//! the holder of the QP's SQ lock writes, the receive side into one that only the holder of
+//! the lock of its receive queue (its RQ's or its SRQ's) writes. With one writer at a time an
+//! increment is a plain load and store, no locked instruction, on cache lines no other QP
+//! writes. The one count other QPs make, `rcvd_pkts` of a destination, is an atomic add. A
+//! read sums the blocks of the device's QPs and the counts that destroyed QPs left behind
+//! ([`DeviceCounters`]); reads are rare, so the work goes there.
+//! Documentation/infiniband/srdma.rst says what increments each counter.
 
 use crate::{qp::QpShared, table::Table};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -16,8 +18,14 @@ use kernel::{
     c_str, new_mutex,
     prelude::*,
     rdma::{stats::Desc, uapi::srdma_cqe},
-    sync::{Arc, Mutex},
+    sync::{
+        lock::{mutex::MutexBackend, Guard},
+        Arc, Mutex,
+    },
 };
+
+/// The guard of a queue's consumer index, whose lock owns a [`Counters`] block.
+pub(crate) type CiGuard<'a> = Guard<'a, u32, MutexBackend>;
 
 /// Declares the counters: the [`Counter`] names and the table of their names for ib_core, in
 /// one order, so that the two cannot disagree.
@@ -107,8 +115,11 @@ const WC_RECV: u32 = 128;
 // `enum ib_uverbs_wr_opcode` values of SENDs.
 const WR_SEND: u8 = 2;
 const WR_SEND_WITH_IMM: u8 = 3;
+const WR_SEND_WITH_INV: u8 = 9;
 
-/// A block of counters, one relaxed atomic each, on cache lines of its own.
+/// A block of counters with one writer at a time: the holder of the lock that owns the block
+/// (the QP's SQ lock for [`QpCounters::send`], its receive queue's lock for
+/// [`QpCounters::recv`]). Readers may read it at any time and see each counter's latest store.
 #[repr(align(64))]
 pub(crate) struct Counters {
     v: [AtomicU64; NUM],
@@ -121,15 +132,17 @@ impl Counters {
         }
     }
 
-    /// Adds `n` to counter `c`.
+    /// Adds `n` to counter `c`. The caller holds the lock that owns the block, so no other
+    /// writer can come between the load and the store.
     #[inline]
     pub(crate) fn add(&self, c: Counter, n: u64) {
         if crate::params::COUNTING {
-            self.v[c as usize].fetch_add(n, Ordering::Relaxed);
+            let v = &self.v[c as usize];
+            v.store(v.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
         }
     }
 
-    /// Adds one to counter `c`.
+    /// Adds one to counter `c`; see [`Counters::add`].
     #[inline]
     pub(crate) fn inc(&self, c: Counter) {
         self.add(c, 1);
@@ -154,10 +167,10 @@ impl Counters {
     }
 
     /// Counts a request message from this (requester) QP to `dest`, if it reached one.
-    pub(crate) fn sent(&self, dest: Option<&Counters>) {
+    pub(crate) fn sent(&self, dest: Option<&QpCounters>) {
         self.inc(Counter::SentPkts);
         if let Some(dest) = dest {
-            dest.inc(Counter::RcvdPkts);
+            dest.received();
         }
     }
 
@@ -174,7 +187,7 @@ impl Counters {
     /// (signaled or not), by its completion status.
     pub(crate) fn executed(&self, opcode: u8, status: u32) {
         match status {
-            WC_SUCCESS if matches!(opcode, WR_SEND | WR_SEND_WITH_IMM) => {
+            WC_SUCCESS if matches!(opcode, WR_SEND | WR_SEND_WITH_IMM | WR_SEND_WITH_INV) => {
                 self.inc(Counter::RdmaSends)
             }
             WC_RETRY_EXC_ERR => self.inc(Counter::RetryExceededErr),
@@ -201,17 +214,44 @@ impl Counters {
         self.inc(class);
     }
 
-    /// Moves every count of `self` to `to`; counts added to `self` meanwhile stay there.
-    fn drain_into(&self, to: &Counters) {
-        for (from, to) in self.v.iter().zip(to.v.iter()) {
-            let n = from.swap(0, Ordering::Relaxed);
+    /// Moves every count to `to` and zeroes the block; the caller holds the block's lock.
+    fn drain_into(&self, to: &SharedCounters) {
+        for (c, v) in self.v.iter().enumerate() {
+            let n = v.swap(0, Ordering::Relaxed);
             if n != 0 {
-                to.fetch_add(n, Ordering::Relaxed);
+                to.v[c].fetch_add(n, Ordering::Relaxed);
             }
         }
     }
 
-    /// Adds the counts of `self` to `values`.
+    /// Adds the counts of the block to `values`.
+    fn sum_into(&self, values: &mut [u64]) {
+        for (v, c) in values.iter_mut().zip(self.v.iter()) {
+            *v = v.wrapping_add(c.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// Counters that any context may add to, with an atomic add each: for rare events and for
+/// counts kept on behalf of others.
+#[repr(align(64))]
+struct SharedCounters {
+    v: [AtomicU64; NUM],
+}
+
+impl SharedCounters {
+    fn new() -> Self {
+        Self {
+            v: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    fn add(&self, c: Counter, n: u64) {
+        if crate::params::COUNTING {
+            self.v[c as usize].fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     fn sum_into(&self, values: &mut [u64]) {
         for (v, c) in values.iter_mut().zip(self.v.iter()) {
             *v = v.wrapping_add(c.load(Ordering::Relaxed));
@@ -221,8 +261,8 @@ impl Counters {
 
 /// The counters of a device that belong to no live QP.
 pub(crate) struct DeviceCounters {
-    /// What destroyed QPs counted.
-    retired: Counters,
+    /// What destroyed QPs counted, and the device's own events.
+    retired: SharedCounters,
     /// Held by readers and by a QP moving its counts to `retired`, so that a reader sees each
     /// count in exactly one place. Taken before the QP table's lock.
     lock: Pin<KBox<Mutex<()>>>,
@@ -232,16 +272,17 @@ impl DeviceCounters {
     pub(crate) fn new() -> Result<Arc<Self>> {
         Ok(Arc::new(
             Self {
-                retired: Counters::new(),
+                retired: SharedCounters::new(),
                 lock: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
             },
             GFP_KERNEL,
         )?)
     }
 
-    /// Counts an event of the device rather than of a QP (rare: poller sleeps and wake-ups).
+    /// Counts an event of the device rather than of a QP (rare: the poller's sleeps and
+    /// wake-ups).
     pub(crate) fn inc(&self, c: Counter) {
-        self.retired.inc(c);
+        self.retired.add(c, 1);
     }
 
     /// Writes the device's totals into `values` (one entry per counter, in [`DESCS`] order):
@@ -251,38 +292,60 @@ impl DeviceCounters {
         let _guard = self.lock.lock();
         self.retired.sum_into(values);
         qps.lock()
-            .for_each(|q: &QpShared| q.counters.counts.sum_into(values));
+            .for_each(|q: &QpShared| q.counters.sum_into(values));
     }
 }
 
 /// The counters of one QP; what it counted stays in its device's totals after it is
 /// destroyed.
 pub(crate) struct QpCounters {
-    counts: Counters,
+    /// Written by the holder of the QP's SQ lock: the requester side.
+    pub(crate) send: Counters,
+    /// Written by the holder of the lock of the queue the QP's receive WQEs come from (its
+    /// RQ's, or its SRQ's): the responder side.
+    pub(crate) recv: Counters,
+    /// `rcvd_pkts`, which the senders count, each under its own lock.
+    rcvd_pkts: AtomicU64,
     dev: Arc<DeviceCounters>,
 }
 
 impl QpCounters {
     pub(crate) fn new(dev: Arc<DeviceCounters>) -> Self {
         Self {
-            counts: Counters::new(),
+            send: Counters::new(),
+            recv: Counters::new(),
+            rcvd_pkts: AtomicU64::new(0),
             dev,
         }
     }
 
-    /// Moves the counts so far to the device's totals, as the QP is destroyed; a message still
-    /// in flight to it is counted when the last reference goes.
-    pub(crate) fn retire(&self) {
-        let _guard = self.dev.lock.lock();
-        self.counts.drain_into(&self.dev.retired);
+    /// Counts a request message that reached this QP.
+    fn received(&self) {
+        if crate::params::COUNTING {
+            self.rcvd_pkts.fetch_add(1, Ordering::Relaxed);
+        }
     }
-}
 
-impl core::ops::Deref for QpCounters {
-    type Target = Counters;
+    fn sum_into(&self, values: &mut [u64]) {
+        self.send.sum_into(values);
+        self.recv.sum_into(values);
+        let v = &mut values[Counter::RcvdPkts as usize];
+        *v = v.wrapping_add(self.rcvd_pkts.load(Ordering::Relaxed));
+    }
 
-    fn deref(&self) -> &Counters {
-        &self.counts
+    /// Moves the counts so far to the device's totals, as the QP is destroyed; the caller
+    /// shows that it holds the locks that own [`QpCounters::send`] and [`QpCounters::recv`].
+    /// A message still in flight to the QP is counted when the last reference goes.
+    pub(crate) fn retire(&self, _send: &CiGuard<'_>, _recv: &CiGuard<'_>) {
+        let _guard = self.dev.lock.lock();
+        self.drain();
+    }
+
+    fn drain(&self) {
+        self.send.drain_into(&self.dev.retired);
+        self.recv.drain_into(&self.dev.retired);
+        let n = self.rcvd_pkts.swap(0, Ordering::Relaxed);
+        self.dev.retired.add(Counter::RcvdPkts, n);
     }
 }
 
@@ -290,7 +353,8 @@ impl Drop for QpCounters {
     fn drop(&mut self) {
         // The QP is out of the QP table (the table holds a reference), so readers no longer see
         // these counts there; no lock, as the last reference may go while a table lock is
-        // held. Until here, a reader misses what arrived after `retire`.
-        self.counts.drain_into(&self.dev.retired);
+        // held, and none is needed: nothing else refers to the blocks any more. Until here, a
+        // reader misses what arrived after `retire`.
+        self.drain();
     }
 }

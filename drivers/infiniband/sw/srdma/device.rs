@@ -10,6 +10,7 @@ use crate::{
     cq::SrdmaCq,
     doorbell::{new_pool, DbPool},
     mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
+    mw::{MwShared, SrdmaMw, MW_INDEX_MAX, MW_INDEX_MIN},
     pd::SrdmaPd,
     poller::Poller,
     qp::{QpShared, SrdmaQp, QPN_MAX, QPN_MIN},
@@ -30,7 +31,8 @@ use kernel::{
         },
         cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
         driver::UcontextInit,
-        mr::{DmaMemory, MrCreated, UserRegion},
+        mr::{DmaMemory, Mr, MrCreated, UserRegion},
+        mw::MwType,
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
         srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
@@ -62,6 +64,8 @@ pub(crate) struct SrdmaDevice {
     qps: Table<QpShared>,
     /// The MRs of the device by key index.
     mrs: Table<MrShared>,
+    /// The memory windows of the device by key index.
+    mws: Table<MwShared>,
     /// Serialises the atomic operations that target this device's memory.
     atomics: Pin<KBox<Mutex<()>>>,
     /// The doorbell records of kernel callers' queues (never mapped).
@@ -93,6 +97,7 @@ impl SrdmaDevice {
             next_pd_id: AtomicU32::new(1),
             qps: new_table(QPN_MIN, QPN_MAX)?,
             mrs: new_table(MR_INDEX_MIN, MR_INDEX_MAX)?,
+            mws: new_table(MW_INDEX_MIN, MW_INDEX_MAX)?,
             atomics: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
             counters: DeviceCounters::new()?,
         })
@@ -104,6 +109,10 @@ impl SrdmaDevice {
 
     pub(crate) fn mrs(&self) -> &Table<MrShared> {
         &self.mrs
+    }
+
+    pub(crate) fn mws(&self) -> &Table<MwShared> {
+        &self.mws
     }
 
     pub(crate) fn atomics(&self) -> &Mutex<()> {
@@ -180,6 +189,7 @@ impl rdma::Driver for SrdmaDevice {
     type Mr = SrdmaMr;
     type Srq = SrdmaSrq;
     type Ah = SrdmaAh;
+    type Mw = SrdmaMw;
 
     fn alloc_ucontext(
         dev: &Device<Self>,
@@ -228,6 +238,18 @@ impl rdma::Driver for SrdmaDevice {
 
     fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: DmaMemory) -> Result<MrCreated<SrdmaMr>> {
         SrdmaMr::dma(pd, access, mem)
+    }
+
+    fn may_dereg_mr(mr: &Mr<Self>) -> Result {
+        mr.may_dereg()
+    }
+
+    fn alloc_mw(
+        pd: &Pd<Self>,
+        mw_type: MwType,
+        user: Option<User<'_, Self>>,
+    ) -> Result<(SrdmaMw, u32)> {
+        SrdmaMw::new(pd, mw_type, user)
     }
 
     fn create_srq(
@@ -298,7 +320,9 @@ impl rdma::Driver for SrdmaDevice {
             device_cap_flags: device_caps::PORT_ACTIVE_EVENT
                 | device_caps::SYS_IMAGE_GUID
                 | device_caps::RC_RNR_NAK_GEN
-                | device_caps::CURR_QP_STATE_MOD,
+                | device_caps::CURR_QP_STATE_MOD
+                | device_caps::MEM_WINDOW
+                | device_caps::MEM_WINDOW_TYPE_2B,
             kernel_cap_flags: kernel_caps::ALLOW_USER_UNREG,
             max_send_sge: MAX_SGE,
             max_recv_sge: MAX_SGE,
@@ -306,6 +330,7 @@ impl rdma::Driver for SrdmaDevice {
             max_cq: MAX_CQ,
             max_cqe: MAX_CQE,
             max_mr: MAX_MR,
+            max_mw: MAX_MW,
             max_pd: MAX_PD,
             max_qp_rd_atom: MAX_RD_ATOM,
             max_qp_init_rd_atom: MAX_RD_ATOM,
@@ -328,7 +353,7 @@ impl rdma::Driver for SrdmaDevice {
     fn post_send_user(qp: &Qp<Self>) -> Result {
         let result = crate::engine::kick(qp);
         if qp.shared.ctx_db.is_some() && qp.device().poller.wake() {
-            qp.shared.counters.inc(Counter::PollerWakeups);
+            qp.device().counters.inc(Counter::PollerWakeups);
         }
         result
     }

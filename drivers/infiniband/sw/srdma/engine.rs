@@ -12,6 +12,7 @@ use crate::{
     device::{SrdmaDevice, PORT},
     grh,
     mr::MrShared,
+    mw,
     params::MAX_MSG_SZ,
     qp::{QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
     rnr::Verdict,
@@ -25,9 +26,9 @@ use kernel::{
         mr::access,
         qp::{Qp, QpState, QpType},
         uapi::{
-            srdma_cqe, srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud,
-            SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_INLINE,
-            SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
+            srdma_cqe, srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_bind, srdma_wqe_ctrl,
+            srdma_wqe_remote, srdma_wqe_ud, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
+            SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_INLINE, SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
         },
         Device, DeviceRef,
     },
@@ -43,6 +44,9 @@ const WR_SEND_WITH_IMM: u8 = 3;
 const WR_RDMA_READ: u8 = 4;
 const WR_ATOMIC_CMP_AND_SWP: u8 = 5;
 const WR_ATOMIC_FETCH_AND_ADD: u8 = 6;
+const WR_LOCAL_INV: u8 = 7;
+const WR_BIND_MW: u8 = 8;
+const WR_SEND_WITH_INV: u8 = 9;
 
 // `enum ibv_wc_status`.
 const WC_SUCCESS: u32 = 0;
@@ -50,6 +54,7 @@ const WC_LOC_LEN_ERR: u32 = 1;
 const WC_LOC_QP_OP_ERR: u32 = 2;
 const WC_LOC_PROT_ERR: u32 = 4;
 const WC_WR_FLUSH_ERR: u32 = 5;
+const WC_MW_BIND_ERR: u32 = 6;
 const WC_REM_INV_REQ_ERR: u32 = 9;
 const WC_REM_ACCESS_ERR: u32 = 10;
 const WC_RETRY_EXC_ERR: u32 = 12;
@@ -61,10 +66,13 @@ const WC_RDMA_WRITE: u32 = 1;
 const WC_RDMA_READ: u32 = 2;
 const WC_COMP_SWAP: u32 = 3;
 const WC_FETCH_ADD: u32 = 4;
+const WC_BIND_MW: u32 = 5;
+const WC_LOCAL_INV: u32 = 6;
 const WC_RECV: u32 = 128;
 const WC_RECV_RDMA_WITH_IMM: u32 = 129;
 const WC_GRH: u32 = 1;
 const WC_WITH_IMM: u32 = 2;
+const WC_WITH_INV: u32 = 8;
 
 // `enum rdma_network_type`, for the GRH area of UD receives.
 const NETWORK_IPV4: u8 = 2;
@@ -93,6 +101,8 @@ enum Refused {
     Length,
     /// The destination QP is not there or not ready.
     Unreachable,
+    /// The rkey a SEND_WITH_INV names could not be invalidated.
+    Invalidate,
 }
 
 /// The destination of a connected QP: its device (kept registered) and its state.
@@ -132,10 +142,31 @@ fn resolve(
     Some((mr.clone(), usize::try_from(addr - mr.iova).ok()?))
 }
 
+/// Returns the MR behind `rkey` (of an MR or a window) at the destination that covers `len`
+/// bytes at `addr` with rights `need`, and the offset in it.
+fn resolve_remote(
+    dest: &Dest,
+    rkey: u32,
+    need: u32,
+    addr: u64,
+    len: u64,
+) -> Option<(Arc<MrShared>, usize)> {
+    if mw::is_window_key(rkey) {
+        mw::resolve(&dest.dev, &dest.qp, rkey, need, addr, len)
+    } else {
+        resolve(&dest.dev, rkey, dest.qp.pd_id, need, addr, len)
+    }
+}
+
 /// A producer index beyond the ring (`queue`: "SQ" or "RQ") is garbage the process wrote: the
 /// QP enters the error state.
 fn bad_producer_index(q: &QpShared, queue: &str) {
-    q.counters.inc(Counter::RingErrors);
+    let counters = if queue == "SQ" {
+        &q.counters.send
+    } else {
+        &q.counters.recv
+    };
+    counters.inc(Counter::RingErrors);
     if warn_allowed() {
         pr_warn!(
             "QP {}: {} producer index out of range; QP in error\n",
@@ -170,9 +201,23 @@ fn complete(counters: &Counters, cq: &crate::cq::CqShared, cqe: &srdma_cqe, soli
 /// record with `WR_FLUSH_ERR`, as a QP in the error state does, and advances `*ci`.
 pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
     let db = &q.db;
-    let (ring, pi_field, ci_field, cq, opcode) = match (send, &q.rq) {
-        (true, _) => (&q.sq, DB_SQ_PI, DB_SQ_CI, &q.send_cq, WC_SEND),
-        (false, Some(rq)) => (rq, DB_RQ_PI, DB_RQ_CI, &q.recv_cq, WC_RECV),
+    let (ring, pi_field, ci_field, cq, opcode, counters) = match (send, &q.rq) {
+        (true, _) => (
+            &q.sq,
+            DB_SQ_PI,
+            DB_SQ_CI,
+            &q.send_cq,
+            WC_SEND,
+            &q.counters.send,
+        ),
+        (false, Some(rq)) => (
+            rq,
+            DB_RQ_PI,
+            DB_RQ_CI,
+            &q.recv_cq,
+            WC_RECV,
+            &q.counters.recv,
+        ),
         (false, None) => return,
     };
     let Ok(pi) = db.load(pi_field) else {
@@ -185,7 +230,7 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
         // The wr_id is the first field of both SQ and RQ WQEs.
         let wr_id = ring.mem.read_obj::<u64>(off).unwrap_or(0);
         complete(
-            &q.counters,
+            counters,
             cq,
             &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn),
             false,
@@ -199,8 +244,8 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
 /// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
 /// doorbell kick), in the process's own syscall.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
-    qp.shared.counters.inc(Counter::Kicks);
     let mut ci = qp.shared.sq_ci.lock();
+    qp.shared.counters.send.inc(Counter::Kicks);
     process_sq(qp.device(), &qp.shared, &mut ci)
 }
 
@@ -228,7 +273,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         bad_producer_index(q, "SQ");
         return Err(EINVAL);
     }
-    q.counters.doorbell(pending);
+    q.counters.send.doorbell(pending);
     let mut failed = false;
     for _ in 0..pending {
         let off = (*ci & (q.sq.wqe_cnt - 1)) as usize * q.sq.wqe_size as usize;
@@ -249,14 +294,14 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
             q.rnr.reset();
         }
         if !failed {
-            q.counters.executed(ctrl.opcode, status);
+            q.counters.send.executed(ctrl.opcode, status);
         }
         *ci = ci.wrapping_add(1);
         db.store(DB_SQ_CI, *ci)?;
         let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
         if status != WC_SUCCESS || signaled {
             complete(
-                &q.counters,
+                &q.counters.send,
                 &q.send_cq,
                 &cqe(ctrl.wr_id, status, opcode, q.qpn),
                 false,
@@ -279,20 +324,22 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
 /// receive WQE also leaves the responder's RNR timer code in `rnr_timer`.
 fn execute(
     dev: &Device<SrdmaDevice>,
-    q: &QpShared,
+    q: &Arc<QpShared>,
     attr: &kernel::rdma::qp::QpAttr,
     off: usize,
     ctrl: &srdma_wqe_ctrl,
     rnr_timer: &mut Option<u8>,
 ) -> (u32, u32) {
     let wc_op = match ctrl.opcode {
-        WR_SEND | WR_SEND_WITH_IMM => WC_SEND,
+        WR_SEND | WR_SEND_WITH_IMM | WR_SEND_WITH_INV => WC_SEND,
         WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM => WC_RDMA_WRITE,
         WR_RDMA_READ => WC_RDMA_READ,
         WR_ATOMIC_CMP_AND_SWP => WC_COMP_SWAP,
         WR_ATOMIC_FETCH_AND_ADD => WC_FETCH_ADD,
+        WR_BIND_MW => WC_BIND_MW,
+        WR_LOCAL_INV => WC_LOCAL_INV,
         _ => {
-            q.counters.inc(Counter::RingErrors);
+            q.counters.send.inc(Counter::RingErrors);
             return (WC_LOC_QP_OP_ERR, WC_SEND);
         }
     };
@@ -300,6 +347,9 @@ fn execute(
         QpType::Rc | QpType::Uc => {}
         QpType::Ud | QpType::Gsi => return (send_ud(dev, q, attr, off, ctrl), wc_op),
         _ => return (WC_LOC_QP_OP_ERR, wc_op),
+    }
+    if matches!(ctrl.opcode, WR_BIND_MW | WR_LOCAL_INV) {
+        return (window_op(dev, q, off, ctrl), wc_op);
     }
     if matches!(
         ctrl.opcode,
@@ -316,9 +366,10 @@ fn execute(
         Err(status) => return (status, wc_op),
     };
     q.counters
+        .send
         .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, data.len());
     let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
-    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
     let Some(dest) = dest else {
         // RC retries until it gives up; UC does not know.
         let status = if q.qp_type == QpType::Rc {
@@ -332,18 +383,19 @@ fn execute(
         matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM).then_some(ctrl.imm_data);
     let solicited = ctrl.flags & SRDMA_WQE_SOLICITED as u8 != 0;
     let result = match ctrl.opcode {
-        WR_SEND | WR_SEND_WITH_IMM => {
-            deliver(&dest, &Message::new(&data, imm, solicited, q.qpn, WC_RECV))
+        WR_SEND | WR_SEND_WITH_IMM | WR_SEND_WITH_INV => {
+            let mut m = Message::new(&data, imm, solicited, q.qpn, WC_RECV);
+            m.invalidate = (ctrl.opcode == WR_SEND_WITH_INV).then_some(ctrl.imm_data);
+            deliver(&dest, &m)
         }
         _ => {
             let remote: srdma_wqe_remote = match q.sq.mem.read_obj(off + 32) {
                 Ok(r) => r,
                 Err(_) => return (WC_LOC_QP_OP_ERR, wc_op),
             };
-            let Some((mr, moff)) = resolve(
-                &dest.dev,
+            let Some((mr, moff)) = resolve_remote(
+                &dest,
                 remote.rkey,
-                dest.qp.pd_id,
                 access::REMOTE_WRITE,
                 remote.remote_addr,
                 data.len() as u64,
@@ -367,17 +419,39 @@ fn execute(
     let status = match result {
         Ok(()) => WC_SUCCESS,
         Err(Refused::Rnr(timer)) if q.qp_type == QpType::Rc => {
-            q.counters.inc(Counter::RcvdRnrErr);
+            q.counters.send.inc(Counter::RcvdRnrErr);
             // The caller decides whether this is final or a retry.
             *rnr_timer = Some(timer);
             WC_RNR_RETRY_EXC_ERR
         }
-        Err(Refused::Length) if q.qp_type == QpType::Rc => WC_REM_INV_REQ_ERR,
+        Err(Refused::Length | Refused::Invalidate) if q.qp_type == QpType::Rc => WC_REM_INV_REQ_ERR,
         Err(Refused::Unreachable) if q.qp_type == QpType::Rc => WC_RETRY_EXC_ERR,
         // UC drops what cannot be delivered.
         Err(_) => WC_SUCCESS,
     };
     (status, wc_op)
+}
+
+/// Carries out a bind of a memory window or a local invalidation, on an RC or UC QP.
+fn window_op(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    off: usize,
+    ctrl: &srdma_wqe_ctrl,
+) -> u32 {
+    if ctrl.opcode == WR_LOCAL_INV {
+        return match mw::invalidate(dev, q, ctrl.imm_data, false) {
+            Ok(()) => WC_SUCCESS,
+            Err(_) => WC_LOC_QP_OP_ERR,
+        };
+    }
+    let Ok(b) = q.sq.mem.read_obj::<srdma_wqe_bind>(off + 32) else {
+        return WC_LOC_QP_OP_ERR;
+    };
+    match mw::bind(dev, q, &b) {
+        Ok(()) => WC_SUCCESS,
+        Err(_) => WC_MW_BIND_ERR,
+    }
 }
 
 /// Carries out a UD send: a datagram of at most one path MTU to the QP and Q_Key its WQE names.
@@ -400,6 +474,7 @@ fn send_ud(
         Err(status) => return status,
     };
     q.counters
+        .send
         .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, data.len());
     let mtu = dev
         .netdev(PORT)
@@ -418,7 +493,7 @@ fn send_ud(
         ud.remote_qkey
     };
     let dest = find_dest(&ud.dgid, ud.remote_qpn);
-    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
     let Some(dest) = dest else {
         return WC_SUCCESS;
     };
@@ -468,7 +543,7 @@ fn read_or_atomic(
         || n > q.cap.max_send_sge as usize
         || n * SRDMA_SGE_SIZE as usize > area
     {
-        q.counters.inc(Counter::RingErrors);
+        q.counters.send.inc(Counter::RingErrors);
         return WC_LOC_LEN_ERR;
     }
     let body = off + SRDMA_SQ_WQE_HDR_SIZE as usize;
@@ -493,7 +568,7 @@ fn read_or_atomic(
         return WC_LOC_QP_OP_ERR;
     };
     let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
-    q.counters.sent(dest.as_ref().map(|d| &*d.qp.counters));
+    q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
     let Some(dest) = dest else {
         return WC_RETRY_EXC_ERR;
     };
@@ -506,14 +581,8 @@ fn read_or_atomic(
     } else {
         access::REMOTE_READ
     };
-    let Some((mr, moff)) = resolve(
-        &dest.dev,
-        remote.rkey,
-        dest.qp.pd_id,
-        need,
-        remote.remote_addr,
-        total,
-    ) else {
+    let Some((mr, moff)) = resolve_remote(&dest, remote.rkey, need, remote.remote_addr, total)
+    else {
         return WC_REM_ACCESS_ERR;
     };
     let umem = &mr.mem;
@@ -579,7 +648,7 @@ fn gather(
     if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0 {
         let len = ctrl.inline_len as usize;
         if len > area || ctrl.inline_len > q.cap.max_inline_data {
-            q.counters.inc(Counter::RingErrors);
+            q.counters.send.inc(Counter::RingErrors);
             return Err(WC_LOC_LEN_ERR);
         }
         data.extend_with(len, 0, GFP_KERNEL)
@@ -591,7 +660,7 @@ fn gather(
     }
     let n = ctrl.num_sge as usize;
     if n > q.cap.max_send_sge as usize || n * SRDMA_SGE_SIZE as usize > area {
-        q.counters.inc(Counter::RingErrors);
+        q.counters.send.inc(Counter::RingErrors);
         return Err(WC_LOC_LEN_ERR);
     }
     for i in 0..n {
@@ -627,6 +696,8 @@ struct Message<'a> {
     network_hdr_type: Option<u8>,
     /// The byte count of the receive completion.
     byte_len: u32,
+    /// The rkey a SEND_WITH_INV asks the receiver to invalidate.
+    invalidate: Option<u32>,
 }
 
 impl<'a> Message<'a> {
@@ -645,6 +716,7 @@ impl<'a> Message<'a> {
             wc_opcode,
             network_hdr_type: None,
             byte_len: data.len() as u32,
+            invalidate: None,
         }
     }
 }
@@ -666,7 +738,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     let pi = db.load(DB_RQ_PI).map_err(|_| Refused::Unreachable)?;
     let pending = pi.wrapping_sub(*ci);
     if pending == 0 {
-        d.counters.no_receive(d.qp_type == QpType::Rc);
+        d.counters.recv.no_receive(d.qp_type == QpType::Rc);
         return Err(Refused::Rnr(d.attr.lock().min_rnr_timer));
     }
     if pending > rq.wqe_cnt {
@@ -691,11 +763,20 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
         wc.wc_flags |= WC_GRH;
         wc.network_hdr_type = net;
     }
-    let result = scatter(dest, rq, max_sge, off, &hdr, data);
+    let mut result = scatter(dest, rq, max_sge, off, &hdr, data);
     if result.is_err() {
         wc.status = WC_LOC_LEN_ERR;
+    } else if let Some(rkey) = msg.invalidate {
+        // The window is invalid by the time the process sees the receive completion.
+        if mw::invalidate(&dest.dev, &dest.qp, rkey, true).is_ok() {
+            wc.wc_flags |= WC_WITH_INV;
+            wc.imm_data = rkey;
+        } else {
+            wc.status = WC_REM_INV_REQ_ERR;
+            result = Err(Refused::Invalidate);
+        }
     }
-    complete(&d.counters, &d.recv_cq, &wc, msg.solicited);
+    complete(&d.counters.recv, &d.recv_cq, &wc, msg.solicited);
     if result.is_err() {
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
@@ -720,7 +801,7 @@ fn scatter(
     if n > max_sge as usize
         || SRDMA_RQ_WQE_HDR_SIZE as usize + n * SRDMA_SGE_SIZE as usize > rq.wqe_size as usize
     {
-        d.counters.inc(Counter::RingErrors);
+        d.counters.recv.inc(Counter::RingErrors);
         return Err(Refused::Length);
     }
     let body = off + SRDMA_RQ_WQE_HDR_SIZE as usize;

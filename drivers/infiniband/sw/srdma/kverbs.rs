@@ -49,6 +49,7 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
     let opcode = match wr.opcode() {
         op::SEND
         | op::SEND_WITH_IMM
+        | op::SEND_WITH_INV
         | op::RDMA_WRITE
         | op::RDMA_WRITE_WITH_IMM
         | op::RDMA_READ

@@ -3,6 +3,7 @@
 //! Memory regions: pinned user memory (or all kernel memory) and the keys that name it.
 
 use crate::{device::SrdmaDevice, params::MAX_MR_SIZE, table::Reservation};
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     prelude::*,
     rdma::{
@@ -14,15 +15,16 @@ use kernel::{
 };
 
 /// Memory key indexes; a key is `index << 8 | key byte`. Index 0 is never used, so that a
-/// zeroed key is always invalid.
+/// zeroed key is always invalid; the upper half belongs to memory windows.
 pub(crate) const MR_INDEX_MIN: u32 = 1;
-pub(crate) const MR_INDEX_MAX: u32 = 0xff_ffff;
+pub(crate) const MR_INDEX_MAX: u32 = crate::mw::MW_INDEX_MIN - 1;
 
 /// Rights srdma implements; `IB_ACCESS_OPTIONAL` hints are accepted and ignored.
 const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
     | access::REMOTE_WRITE
     | access::REMOTE_READ
     | access::REMOTE_ATOMIC
+    | access::MW_BIND
     | access::OPTIONAL;
 
 /// The memory behind an MR.
@@ -60,25 +62,34 @@ pub(crate) struct MrShared {
     pub(crate) iova: u64,
     pub(crate) length: u64,
     pub(crate) access: u32,
+    /// Memory windows bound to the MR; it cannot be deregistered while there are any.
+    pub(crate) windows: AtomicU32,
 }
 
 /// srdma's part of a memory region.
 pub(crate) struct SrdmaMr {
     _key: Reservation<MrShared>,
-    _shared: Arc<MrShared>,
+    shared: Arc<MrShared>,
 }
 
 impl SrdmaMr {
+    /// Refuses deregistration while windows are bound to the MR, as verbs requires. A bind
+    /// that races with the deregistration may still take the MR: its pages then stay pinned,
+    /// and reachable through the window, until the window is unbound or deallocated.
+    pub(crate) fn may_dereg(&self) -> Result {
+        if self.shared.windows.load(Ordering::Relaxed) != 0 {
+            return Err(EBUSY);
+        }
+        Ok(())
+    }
+
     fn publish(pd: &Pd<SrdmaDevice>, shared: MrShared) -> Result<MrCreated<Self>> {
         let key = Reservation::new(pd.device().mrs())?;
         let shared = Arc::new(shared, GFP_KERNEL)?;
         key.publish(shared.clone());
         let k = key.id() << 8;
         Ok(MrCreated {
-            data: SrdmaMr {
-                _key: key,
-                _shared: shared,
-            },
+            data: SrdmaMr { _key: key, shared },
             lkey: k,
             rkey: k,
         })
@@ -105,6 +116,7 @@ impl SrdmaMr {
                 iova: region.iova,
                 length: region.length,
                 access: region.access,
+                windows: AtomicU32::new(0),
             },
         )
     }
@@ -125,6 +137,7 @@ impl SrdmaMr {
                 iova: 0,
                 length: u64::MAX,
                 access,
+                windows: AtomicU32::new(0),
             },
         )
     }

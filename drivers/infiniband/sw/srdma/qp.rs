@@ -142,8 +142,14 @@ pub(crate) struct SrdmaQp {
 
 impl Drop for SrdmaQp {
     fn drop(&mut self) {
-        self.shared.alive.store(false, Ordering::Release);
-        self.shared.counters.retire();
+        let q = &self.shared;
+        q.alive.store(false, Ordering::Release);
+        let sq = q.sq_ci.lock();
+        let rq = match &q.srq {
+            Some(srq) => srq.ci.lock(),
+            None => q.rq_ci.lock(),
+        };
+        q.counters.retire(&sq, &rq);
     }
 }
 

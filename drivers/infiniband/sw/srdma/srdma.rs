@@ -19,6 +19,7 @@ mod grh;
 mod kverbs;
 mod link;
 mod mr;
+mod mw;
 mod params;
 mod pd;
 mod poller;

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Memory windows: remote access to part of an MR, granted by a bind and revoked by an
+//! invalidation, both carried out by the engine as work requests of a QP.
+//!
+//! Type 1 windows are bound (and rebound, or unbound with length 0) through `ibv_bind_mw` and
+//! belong to their PD; they cannot be invalidated. Type 2 windows (2B) are bound by a BIND_MW
+//! work request to the QP that posts it, which alone may use them as a responder, and are
+//! freed again by LOCAL_INV or by a peer's SEND_WITH_INV arriving at that QP.
+
+use crate::{device::SrdmaDevice, mr::MrShared, qp::QpShared, table::Reservation};
+use core::sync::atomic::Ordering;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rdma::{mr::access, mw::MwType, pd::Pd, uapi::srdma_wqe_bind, ucontext::User, Device},
+    sync::{Arc, Mutex},
+};
+
+/// Window key indexes: the upper half of the 24-bit index space, so that a key tells whether
+/// it names a window or an MR.
+pub(crate) const MW_INDEX_MIN: u32 = 0x80_0000;
+pub(crate) const MW_INDEX_MAX: u32 = 0xff_ffff;
+
+/// Rights a window can grant.
+const WINDOW_ACCESS: u32 =
+    access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::ZERO_BASED;
+
+/// Why a bind or an invalidation was refused (the engine turns it into a completion status).
+#[derive(Debug)]
+pub(crate) struct Refused;
+
+/// A reference to an MR that counts as a window bound to it, so that the MR cannot be
+/// deregistered meanwhile.
+struct BoundMr(Arc<MrShared>);
+
+impl BoundMr {
+    fn new(mr: Arc<MrShared>) -> Self {
+        mr.windows.fetch_add(1, Ordering::Relaxed);
+        Self(mr)
+    }
+}
+
+impl Drop for BoundMr {
+    fn drop(&mut self) {
+        self.0.windows.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What a bound window grants.
+struct Binding {
+    mr: BoundMr,
+    /// The window's first byte, in the MR's addresses.
+    start: u64,
+    length: u64,
+    /// `IB_ACCESS_*` rights of the window, with `ZERO_BASED` if remote addresses count from
+    /// the window's start.
+    access: u32,
+    /// The QP a type 2 window is bound to.
+    qp: Option<Arc<QpShared>>,
+}
+
+struct State {
+    /// The current rkey: the window's index and the key byte of the last bind.
+    rkey: u32,
+    binding: Option<Binding>,
+}
+
+/// What the data path needs of a window, found by key.
+pub(crate) struct MwShared {
+    pd_id: u32,
+    mw_type: MwType,
+    state: Pin<KBox<Mutex<State>>>,
+}
+
+/// srdma's part of a memory window.
+pub(crate) struct SrdmaMw {
+    _key: Reservation<MwShared>,
+    shared: Arc<MwShared>,
+}
+
+impl SrdmaMw {
+    pub(crate) fn new(
+        pd: &Pd<SrdmaDevice>,
+        mw_type: MwType,
+        _user: Option<User<'_, SrdmaDevice>>,
+    ) -> Result<(Self, u32)> {
+        let key = Reservation::new(pd.device().mws())?;
+        let rkey = key.id() << 8;
+        let shared = Arc::new(
+            MwShared {
+                pd_id: pd.id(),
+                mw_type,
+                state: KBox::pin_init(
+                    new_mutex!(State {
+                        rkey,
+                        binding: None
+                    }),
+                    GFP_KERNEL,
+                )?,
+            },
+            GFP_KERNEL,
+        )?;
+        key.publish(shared.clone());
+        Ok((Self { _key: key, shared }, rkey))
+    }
+}
+
+impl Drop for SrdmaMw {
+    fn drop(&mut self) {
+        // The MR is free to go as soon as its window is; an access in flight still holds it.
+        self.shared.state.lock().binding = None;
+    }
+}
+
+/// Whether `key` names a window rather than an MR.
+pub(crate) fn is_window_key(key: u32) -> bool {
+    key >> 8 >= MW_INDEX_MIN
+}
+
+fn lookup(dev: &Device<SrdmaDevice>, key: u32) -> Option<Arc<MwShared>> {
+    if !is_window_key(key) {
+        return None;
+    }
+    dev.mws().lock().get(key >> 8)
+}
+
+/// Carries out a bind posted on QP `q` of device `dev`.
+pub(crate) fn bind(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    b: &srdma_wqe_bind,
+) -> core::result::Result<(), Refused> {
+    let mw = lookup(dev, b.mw_rkey).ok_or(Refused)?;
+    // The new rkey names the same window; only its key byte is the consumer's.
+    if mw.pd_id != q.pd_id || b.new_rkey >> 8 != b.mw_rkey >> 8 || b.access & !WINDOW_ACCESS != 0 {
+        return Err(Refused);
+    }
+    let binding = if b.length == 0 {
+        // Type 1 windows are unbound so; type 2 windows need an invalidation.
+        if mw.mw_type == MwType::Type2 {
+            return Err(Refused);
+        }
+        None
+    } else {
+        Some(new_binding(dev, q, &mw, b)?)
+    };
+    let mut state = mw.state.lock();
+    if mw.mw_type == MwType::Type2 && state.binding.is_some() {
+        return Err(Refused);
+    }
+    state.rkey = b.new_rkey;
+    state.binding = binding;
+    Ok(())
+}
+
+fn new_binding(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    mw: &MwShared,
+    b: &srdma_wqe_bind,
+) -> core::result::Result<Binding, Refused> {
+    if mw.mw_type == MwType::Type1 && b.access & access::ZERO_BASED != 0 {
+        return Err(Refused);
+    }
+    if b.mr_lkey & 0xff != 0 || is_window_key(b.mr_lkey) {
+        return Err(Refused);
+    }
+    let mr = dev.mrs().lock().get(b.mr_lkey >> 8).ok_or(Refused)?;
+    let writable = b.access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
+    if mr.pd_id != q.pd_id
+        || mr.access & access::MW_BIND == 0
+        || (writable && mr.access & access::LOCAL_WRITE == 0)
+    {
+        return Err(Refused);
+    }
+    let end = b.addr.checked_add(b.length).ok_or(Refused)?;
+    if b.addr < mr.iova || end > mr.iova.checked_add(mr.length).ok_or(Refused)? {
+        return Err(Refused);
+    }
+    Ok(Binding {
+        mr: BoundMr::new(mr),
+        start: b.addr,
+        length: b.length,
+        access: b.access,
+        qp: (mw.mw_type == MwType::Type2).then(|| q.clone()),
+    })
+}
+
+/// Invalidates the type 2 window with rkey `rkey` for QP `q` of device `dev`: by a LOCAL_INV
+/// of `q` (any QP of the window's PD), or by a SEND_WITH_INV that arrived at `q` (`remote`:
+/// only the QP the window is bound to).
+pub(crate) fn invalidate(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    rkey: u32,
+    remote: bool,
+) -> core::result::Result<(), Refused> {
+    let mw = lookup(dev, rkey).ok_or(Refused)?;
+    if mw.mw_type != MwType::Type2 || mw.pd_id != q.pd_id {
+        return Err(Refused);
+    }
+    let mut state = mw.state.lock();
+    let bound_here = match &state.binding {
+        Some(b) => b.qp.as_ref().is_some_and(|bq| Arc::ptr_eq(bq, q)),
+        None => return Err(Refused),
+    };
+    if state.rkey != rkey || (remote && !bound_here) {
+        return Err(Refused);
+    }
+    state.binding = None;
+    Ok(())
+}
+
+/// Returns the MR behind the window with rkey `rkey` of device `dev` that covers `len` bytes
+/// at `addr` with rights `need`, for responder QP `q`, and the offset of `addr` in the MR.
+pub(crate) fn resolve(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    rkey: u32,
+    need: u32,
+    addr: u64,
+    len: u64,
+) -> Option<(Arc<MrShared>, usize)> {
+    let mw = lookup(dev, rkey)?;
+    if mw.pd_id != q.pd_id {
+        return None;
+    }
+    let state = mw.state.lock();
+    let b = state.binding.as_ref()?;
+    if state.rkey != rkey
+        || b.access & need != need
+        || b.qp.as_ref().is_some_and(|bq| !Arc::ptr_eq(bq, q))
+    {
+        return None;
+    }
+    let start = if b.access & access::ZERO_BASED != 0 {
+        b.start.checked_add(addr)?
+    } else {
+        addr
+    };
+    let end = start.checked_add(len)?;
+    if start < b.start || end > b.start.checked_add(b.length)? {
+        return None;
+    }
+    let mr = &b.mr.0;
+    Some((mr.clone(), usize::try_from(start - mr.iova).ok()?))
+}
