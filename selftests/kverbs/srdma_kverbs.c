@@ -3,11 +3,13 @@
  * Kernel callers of srdma: a module that, when loaded, creates and destroys every verbs object
  * on the device named by its "dev" parameter through the kernel verbs API (as a kernel ULP
  * would), moves data between two of its QPs with ib_post_send (inline and through SGEs),
- * and prints one KTAP line per check. Loading fails if any check fails.
+ * registers two separate pages in a fast-register MR and writes to them through it, and prints
+ * one KTAP line per check. Loading fails if any check fails.
  */
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/random.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -77,8 +79,9 @@ static int to_rts(struct ib_qp *qp, u32 dest_qpn, union ib_gid gid)
 }
 
 /* Sends len bytes from A to B, inline or through an SGE, and checks what B received. */
-static void send_one(struct ib_device *ibdev, struct ib_pd *pd, struct ib_cq *cq,
-		     struct ib_qp *a, struct ib_qp *b, size_t len, bool inl)
+static noinline_for_stack void send_one(struct ib_device *ibdev, struct ib_pd *pd,
+					struct ib_cq *cq, struct ib_qp *a, struct ib_qp *b,
+					size_t len, bool inl)
 {
 	u8 *src = kmalloc(len, GFP_KERNEL), *dst = kzalloc(len, GFP_KERNEL), *copy = NULL;
 	struct ib_sge ssge, rsge;
@@ -141,7 +144,171 @@ out:
 	kfree(dst);
 }
 
-static void data(struct ib_device *ibdev, struct ib_pd *pd)
+/* Posts one signaled work request on qp and waits for its completion. */
+static int post_wait(struct ib_qp *qp, struct ib_cq *cq, struct ib_send_wr *wr, struct ib_wc *wc)
+{
+	const struct ib_send_wr *bad;
+
+	wr->send_flags |= IB_SEND_SIGNALED;
+	if (ib_post_send(qp, wr, &bad))
+		return -EINVAL;
+	return poll_one(cq, wc) ? 0 : -ETIMEDOUT;
+}
+
+/* Registers the pages of the MR under the next key byte, with a REG_MR posted on qp. */
+static void reg_mr(struct ib_qp *qp, struct ib_cq *cq, struct ib_mr *mr, const char *what)
+{
+	struct ib_reg_wr reg = {};
+	struct ib_wc wc = {};
+	int ret;
+
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.mr = mr;
+	reg.key = mr->rkey;
+	reg.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	ret = post_wait(qp, cq, &reg.wr, &wc);
+	CHECK(!ret && wc.status == IB_WC_SUCCESS && wc.opcode == IB_WC_REG_MR,
+	      "fastreg: %s: IB_WR_REG_MR completes (%d, status %d, opcode %d)", what, ret,
+	      wc.status, wc.opcode);
+}
+
+/* An RDMA WRITE of len bytes at smap from qp to the MR's first byte; returns the status. */
+static int write_to(struct ib_qp *qp, struct ib_cq *cq, struct ib_pd *pd, u64 smap, u32 len,
+		    struct ib_mr *mr)
+{
+	struct ib_sge sge = { .addr = smap, .length = len, .lkey = pd->local_dma_lkey };
+	struct ib_rdma_wr w = {};
+	struct ib_wc wc = {};
+
+	w.wr.opcode = IB_WR_RDMA_WRITE;
+	w.wr.sg_list = &sge;
+	w.wr.num_sge = 1;
+	w.remote_addr = mr->iova;
+	w.rkey = mr->rkey;
+	if (post_wait(qp, cq, &w.wr, &wc))
+		return -1;
+	return wc.status;
+}
+
+/*
+ * Fast registration, as storage ULPs use it: the tail of one page and the head of another,
+ * separately allocated, mapped into one MR, registered, written through its rkey, invalidated
+ * locally and by a peer's SEND_WITH_INV.
+ */
+static noinline_for_stack void fastreg(struct ib_device *ibdev, struct ib_pd *pd,
+				       struct ib_cq *cq, struct ib_qp *a, struct ib_qp *b)
+{
+	const u32 head = 100, len = PAGE_SIZE - 100 + 2000;
+	u8 *p0 = (u8 *)__get_free_page(GFP_KERNEL), *p1 = (u8 *)__get_free_page(GFP_KERNEL);
+	u8 *src = kmalloc(len, GFP_KERNEL), *msg = kzalloc(64, GFP_KERNEL);
+	struct scatterlist sg[2];
+	struct ib_send_wr inv = {};
+	struct ib_recv_wr rwr = {};
+	const struct ib_recv_wr *rbad;
+	struct ib_sge ssge, rsge;
+	struct ib_wc wc[2] = {};
+	struct ib_mr *mr;
+	u64 smap, mmap;
+	int n, ret, got = 0, i;
+	u32 key;
+
+	if (!p0 || !p1 || !src || !msg) {
+		CHECK(false, "fastreg: buffers");
+		goto free;
+	}
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 4);
+	CHECK(!IS_ERR(mr), "fastreg: ib_alloc_mr of 4 pages");
+	if (IS_ERR(mr))
+		goto free;
+	get_random_bytes(src, len);
+	memset(p0, 0, PAGE_SIZE);
+	memset(p1, 0, PAGE_SIZE);
+	sg_init_table(sg, 2);
+	sg_set_buf(&sg[0], p0 + head, PAGE_SIZE - head);
+	sg_set_buf(&sg[1], p1, len - (PAGE_SIZE - head));
+	n = ib_dma_map_sg(ibdev, sg, 2, DMA_BIDIRECTIONAL);
+	ret = ib_map_mr_sg(mr, sg, n, NULL, PAGE_SIZE);
+	CHECK(ret == 2 && mr->iova == sg_dma_address(&sg[0]) && mr->length == len,
+	      "fastreg: ib_map_mr_sg maps both entries (%d), iova and length %llu", ret,
+	      mr->length);
+	smap = ib_dma_map_single(ibdev, src, len, DMA_TO_DEVICE);
+	mmap = ib_dma_map_single(ibdev, msg, 64, DMA_BIDIRECTIONAL);
+
+	reg_mr(b, cq, mr, "first key");
+	ret = write_to(a, cq, pd, smap, len, mr);
+	CHECK(ret == IB_WC_SUCCESS, "fastreg: RDMA WRITE of %u bytes through the rkey (%d)",
+	      len, ret);
+	CHECK(!memcmp(p0 + head, src, PAGE_SIZE - head) &&
+	      !memcmp(p1, src + PAGE_SIZE - head, len - (PAGE_SIZE - head)) && !p0[head - 1] &&
+	      !p1[len - (PAGE_SIZE - head)],
+	      "fastreg: the bytes landed in both pages, nothing around them");
+
+	inv.opcode = IB_WR_LOCAL_INV;
+	inv.ex.invalidate_rkey = mr->rkey;
+	ret = post_wait(b, cq, &inv, &wc[0]);
+	CHECK(!ret && wc[0].status == IB_WC_SUCCESS && wc[0].opcode == IB_WC_LOCAL_INV,
+	      "fastreg: IB_WR_LOCAL_INV completes (%d, status %d)", ret, wc[0].status);
+
+	/* Registered again under the next key; the peer's SEND_WITH_INV ends it. */
+	reg_mr(b, cq, mr, "second key");
+	key = mr->rkey;
+	rsge = (struct ib_sge){ .addr = mmap, .length = 64, .lkey = pd->local_dma_lkey };
+	rwr.wr_id = 7;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ret = ib_post_recv(b, &rwr, &rbad);
+	ssge = (struct ib_sge){ .addr = smap, .length = 16, .lkey = pd->local_dma_lkey };
+	memset(&inv, 0, sizeof(inv));
+	inv.wr_id = 8;
+	inv.opcode = IB_WR_SEND_WITH_INV;
+	inv.send_flags = IB_SEND_SIGNALED;
+	inv.ex.invalidate_rkey = key;
+	inv.sg_list = &ssge;
+	inv.num_sge = 1;
+	{
+		const struct ib_send_wr *bad;
+
+		ret = ret ?: ib_post_send(a, &inv, &bad);
+	}
+	for (i = 0; i < 2 && !ret; i++) {
+		if (!poll_one(cq, &wc[i]))
+			break;
+		got++;
+	}
+	if (got == 2) {
+		struct ib_wc *r = wc[0].wr_id == 7 ? &wc[0] : &wc[1];
+		struct ib_wc *s = wc[0].wr_id == 8 ? &wc[0] : &wc[1];
+
+		CHECK(s->status == IB_WC_SUCCESS && s->opcode == IB_WC_SEND,
+		      "fastreg: SEND_WITH_INV completes (status %d)", s->status);
+		CHECK(r->status == IB_WC_SUCCESS && r->opcode == IB_WC_RECV &&
+		      (r->wc_flags & IB_WC_WITH_INVALIDATE) && r->ex.invalidate_rkey == key &&
+		      r->byte_len == 16 && !memcmp(msg, src, 16),
+		      "fastreg: the receive has IB_WC_WITH_INVALIDATE and rkey 0x%x (0x%x, flags 0x%x)",
+		      key, r->ex.invalidate_rkey, r->wc_flags);
+	} else {
+		CHECK(false, "fastreg: SEND_WITH_INV: two completions (%d, %d)", got, ret);
+	}
+
+	/* Invalidated: a write through the rkey is refused and changes nothing. */
+	get_random_bytes(src, len);
+	ret = write_to(a, cq, pd, smap, len, mr);
+	CHECK(ret == IB_WC_REM_ACCESS_ERR && memcmp(p0 + head, src, 16),
+	      "fastreg: a write through the invalidated rkey: IB_WC_REM_ACCESS_ERR (%d)", ret);
+
+	ib_dma_unmap_single(ibdev, smap, len, DMA_TO_DEVICE);
+	ib_dma_unmap_single(ibdev, mmap, 64, DMA_BIDIRECTIONAL);
+	ib_dma_unmap_sg(ibdev, sg, 2, DMA_BIDIRECTIONAL);
+	CHECK(!ib_dereg_mr(mr), "fastreg: ib_dereg_mr");
+free:
+	kfree(msg);
+	kfree(src);
+	free_page((unsigned long)p1);
+	free_page((unsigned long)p0);
+}
+
+static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 {
 	struct ib_qp_init_attr qia = {};
 	const struct ib_gid_attr *sgid;
@@ -191,6 +358,8 @@ static void data(struct ib_device *ibdev, struct ib_pd *pd)
 		ret = ib_post_send(a, &wr, &bad);
 		CHECK(ret == -EINVAL && bad == &wr,
 		      "inline above max_inline_data refused: %d, bad_wr set", ret);
+		/* Last: its final check leaves A in the error state. */
+		fastreg(ibdev, pd, cq, a, b);
 	}
 put:
 	if (!IS_ERR(a))

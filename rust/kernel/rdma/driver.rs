@@ -10,7 +10,7 @@ use super::{
     cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
     device::Device,
     mmap::EntryInner,
-    mr::{DmaMemory, Mr, MrCreated, UserRegion},
+    mr::{DmaMemory, Mr, MrCreated, SgMapper, UserRegion},
     mw::{Mw, MwType},
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
@@ -200,6 +200,25 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Creates a fast-register MR (`alloc_mr` of type `IB_MR_TYPE_MEM_REG`) for up to
+    /// `max_num_sg` pages: kernel callers map pages into it with `ib_map_mr_sg`
+    /// ([`Driver::map_mr_sg`]) and make it usable with an `IB_WR_REG_MR` work request.
+    ///
+    /// `mem` reads and writes the pages mapped into it, which are kernel virtual addresses.
+    fn alloc_fast_mr(
+        _pd: &Pd<Self>,
+        _max_num_sg: u32,
+        _mem: DmaMemory,
+    ) -> Result<MrCreated<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Maps the pages of a kernel caller's scatter/gather list into a fast-register MR
+    /// (`map_mr_sg`), typically by [`SgMapper::map`]; returns the number of SG entries mapped.
+    fn map_mr_sg(_mr: &Mr<Self>, _sg: SgMapper<'_, Self>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Says whether an MR may be deregistered now (`dereg_mr`); an error keeps the MR and is
     /// what the deregistration returns. Without it every deregistration goes ahead.
     fn may_dereg_mr(_mr: &Mr<Self>) -> Result {
@@ -341,7 +360,17 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
-        dereg_mr: if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR {
+        alloc_mr: if T::HAS_ALLOC_FAST_MR {
+            Some(Self::alloc_mr)
+        } else {
+            None
+        },
+        map_mr_sg: if T::HAS_MAP_MR_SG {
+            Some(Self::map_mr_sg)
+        } else {
+            None
+        },
+        dereg_mr: if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR || T::HAS_ALLOC_FAST_MR {
             Some(Self::dereg_mr)
         } else {
             None
@@ -992,7 +1021,50 @@ impl<T: Driver> Adapter<T> {
 
     /// # Safety
     ///
-    /// ib_core calls this once for an MR made by `reg_user_mr` or `get_dma_mr`.
+    /// ib_core passes a live PD of `T`.
+    unsafe extern "C" fn alloc_mr(
+        ibpd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        let alloc = || -> Result<*mut bindings::ib_mr> {
+            if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: A live PD of `T`.
+            let pd = unsafe { Pd::<T>::from_raw(ibpd) };
+            let mem = DmaMemory::new(pd.device())?;
+            Mr::<T>::into_raw(T::alloc_fast_mr(pd, max_num_sg, mem)?)
+        };
+        match alloc() {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes an MR that `alloc_mr` made (only those are mapped), a DMA-mapped list
+    /// of `sg_nents` entries and `sg_offset` null or valid.
+    unsafe extern "C" fn map_mr_sg(
+        ibmr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: crate::ffi::c_int,
+        sg_offset: *mut crate::ffi::c_uint,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The MR came from `Mr::<T>::into_raw` and is alive.
+        let mr = unsafe { &*ibmr.cast::<Mr<T>>() };
+        // SAFETY: ib_core's arguments, for a fast-register MR of `T`.
+        let mapper = unsafe { SgMapper::new(mr, sg, sg_nents, sg_offset) };
+        match T::map_mr_sg(mr, mapper) {
+            Ok(n) => i32::try_from(n).unwrap_or(i32::MAX),
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for an MR made by `reg_user_mr`, `get_dma_mr` or `alloc_mr`.
     unsafe extern "C" fn dereg_mr(
         ibmr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,

@@ -7,7 +7,12 @@
 
 use super::{device::Device, driver::Driver};
 use crate::{bindings, error::from_err_ptr, prelude::*, types::Opaque};
-use core::{ops::Deref, ptr::NonNull};
+use core::{
+    ffi::c_void,
+    ops::Deref,
+    ptr::{null_mut, NonNull},
+    sync::atomic::{AtomicPtr, Ordering},
+};
 
 /// Access rights of a memory region (`IB_ACCESS_*`).
 pub mod access {
@@ -131,6 +136,7 @@ impl Drop for Umem {
 /// # Invariants
 ///
 /// Only made for devices that use virtual DMA.
+#[derive(Clone)]
 pub struct DmaMemory(());
 
 impl DmaMemory {
@@ -203,15 +209,20 @@ pub struct MrCreated<M> {
     pub rkey: u32,
 }
 
+/// The page callback of the mapping in progress (see [`SgMapper::map`]).
+type SetPage<'a> = &'a mut dyn FnMut(u64) -> Result;
+
 /// A memory region of driver `T`: ib_core's `struct ib_mr` followed by the driver's data.
 /// Unlike other objects, the driver allocates MRs; this type does it for the driver.
 ///
 /// # Invariants
 ///
-/// A `&Mr<T>` is only handed out while the MR is alive with `data` initialised.
+/// A `&Mr<T>` is only handed out while the MR is alive with `data` initialised. `set_page` is
+/// null or points to the [`SetPage`] of the [`SgMapper::map`] call that is running on the MR.
 #[repr(C)]
 pub struct Mr<T: Driver> {
     ib: Opaque<bindings::ib_mr>,
+    set_page: AtomicPtr<c_void>,
     data: T::Mr,
 }
 
@@ -228,6 +239,7 @@ impl<T: Driver> Mr<T> {
         let mr = KBox::new(
             Self {
                 ib: Opaque::new(ib),
+                set_page: AtomicPtr::new(null_mut()),
                 data: created.data,
             },
             GFP_KERNEL,
@@ -255,6 +267,111 @@ impl<T: Driver> Mr<T> {
     pub fn lkey(&self) -> u32 {
         // SAFETY: The keys are fixed after creation.
         unsafe { (*self.ib.get()).lkey }
+    }
+}
+
+/// The scatter/gather list a kernel caller maps into a fast-register MR (`ib_map_mr_sg`).
+///
+/// # Invariants
+///
+/// `sg` is a DMA-mapped list of `nents` entries and `offset` null or valid, for `'a`; the MR is
+/// a fast-register MR of `T`.
+pub struct SgMapper<'a, T: Driver> {
+    mr: &'a Mr<T>,
+    sg: *mut bindings::scatterlist,
+    nents: i32,
+    offset: *mut u32,
+}
+
+/// What [`SgMapper::map`] mapped: the MR's new address range.
+#[derive(Clone, Copy, Debug)]
+pub struct Mapped {
+    /// SG entries mapped (a prefix of the list).
+    pub entries: u32,
+    /// The address of the first mapped byte, which peers and SGEs use.
+    pub iova: u64,
+    /// Bytes mapped.
+    pub length: u64,
+    /// The size of the pages handed to the callback.
+    pub page_size: u32,
+}
+
+impl<'a, T: Driver> SgMapper<'a, T> {
+    /// # Safety
+    ///
+    /// The arguments of ib_core's `map_mr_sg` for a fast-register MR of `T`.
+    pub(crate) unsafe fn new(
+        mr: &'a Mr<T>,
+        sg: *mut bindings::scatterlist,
+        nents: i32,
+        offset: *mut u32,
+    ) -> Self {
+        // INVARIANT: The caller passes ib_core's arguments.
+        Self {
+            mr,
+            sg,
+            nents,
+            offset,
+        }
+    }
+
+    /// Converts the longest prefix of the list that one MR can map into pages of the size the
+    /// caller chose (`ib_sg_to_pages`), calling `set_page` with each page's address: for
+    /// devices with virtual DMA, a kernel virtual address. An error from `set_page` ends the
+    /// mapping there. Fails with `EBUSY` while another mapping of the MR is running.
+    pub fn map(self, set_page: &mut dyn FnMut(u64) -> Result) -> Result<Mapped> {
+        let mut cb: SetPage<'_> = set_page;
+        let cb_ptr = core::ptr::addr_of_mut!(cb).cast::<c_void>();
+        self.mr
+            .set_page
+            .compare_exchange(null_mut(), cb_ptr, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| EBUSY)?;
+        // SAFETY: The list and offset are valid (type invariant); `set_page_trampoline` finds
+        // `cb` through the MR while this call runs, and only then.
+        let n = unsafe {
+            bindings::ib_sg_to_pages(
+                self.mr.ib.get(),
+                self.sg,
+                self.nents,
+                self.offset,
+                Some(set_page_trampoline::<T>),
+            )
+        };
+        self.mr.set_page.store(null_mut(), Ordering::Release);
+        let entries = u32::try_from(n).map_err(|_| Error::from_errno(n))?;
+        // SAFETY: `ib_sg_to_pages` set these fields of the MR, which its caller owns until it
+        // posts the registration.
+        let (iova, length, page_size) = unsafe {
+            let ib = &*self.mr.ib.get();
+            (ib.iova, ib.length, ib.page_size)
+        };
+        Ok(Mapped {
+            entries,
+            iova,
+            length,
+            page_size,
+        })
+    }
+}
+
+/// # Safety
+///
+/// Called by `ib_sg_to_pages` for an MR of `T` from within [`SgMapper::map`].
+unsafe extern "C" fn set_page_trampoline<T: Driver>(
+    ibmr: *mut bindings::ib_mr,
+    addr: u64,
+) -> crate::ffi::c_int {
+    // SAFETY: The MR is an `Mr<T>` (caller guarantee) whose C part comes first.
+    let mr = unsafe { &*ibmr.cast::<Mr<T>>() };
+    let cb = mr.set_page.load(Ordering::Acquire).cast::<SetPage<'_>>();
+    if cb.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: A non-null pointer is the callback of the running `map` (type invariant), which
+    // nothing else uses while `ib_sg_to_pages` runs.
+    match unsafe { (*cb)(addr) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{ah::Ah, driver::Driver};
+use super::{ah::Ah, driver::Driver, mr::Mr};
 use crate::{bindings, prelude::*};
 use core::marker::PhantomData;
 
@@ -28,6 +28,10 @@ pub mod opcode {
     pub const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
     /// SEND that invalidates a memory window or fast-registered MR of the receiver.
     pub const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+    /// Invalidates a fast-registered MR (or memory window) of the sender.
+    pub const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
+    /// Registers the pages mapped into a fast-register MR under a key (`struct ib_reg_wr`).
+    pub const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
 }
 
 /// `enum ib_send_flags` values.
@@ -157,6 +161,22 @@ impl<'a, T: Driver> SendWr<'a, T> {
         let a =
             unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_atomic_wr>() };
         Some((a.remote_addr, a.compare_add, a.swap, a.rkey))
+    }
+
+    /// The MR, key and `IB_ACCESS_*` rights of a fast registration (`struct ib_reg_wr`).
+    pub fn reg(&self) -> Option<(&'a Mr<T>, u32, u32)> {
+        if self.opcode() != opcode::REG_MR || self.ud {
+            return None;
+        }
+        // SAFETY: Work requests with this opcode are the first member of an `ib_reg_wr`.
+        let r = unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_reg_wr>() };
+        if r.mr.is_null() {
+            return None;
+        }
+        // SAFETY: The MR of a registration on a `T` device is a live MR of `T` (kernel callers
+        // register MRs of the QP's device), made by `Mr::into_raw`.
+        let mr = unsafe { &*r.mr.cast::<Mr<T>>() };
+        Some((mr, r.key, r.access as u32))
     }
 
     /// The destination of a send on a UD or GSI QP.

@@ -31,7 +31,7 @@ use kernel::{
         },
         cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
         driver::UcontextInit,
-        mr::{DmaMemory, Mr, MrCreated, UserRegion},
+        mr::{DmaMemory, Mr, MrCreated, SgMapper, UserRegion},
         mw::MwType,
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
@@ -240,6 +240,14 @@ impl rdma::Driver for SrdmaDevice {
         SrdmaMr::dma(pd, access, mem)
     }
 
+    fn alloc_fast_mr(pd: &Pd<Self>, max_num_sg: u32, mem: DmaMemory) -> Result<MrCreated<SrdmaMr>> {
+        SrdmaMr::fast(pd, max_num_sg, mem)
+    }
+
+    fn map_mr_sg(mr: &Mr<Self>, sg: SgMapper<'_, Self>) -> Result<u32> {
+        SrdmaMr::map_sg(mr, sg)
+    }
+
     fn may_dereg_mr(mr: &Mr<Self>) -> Result {
         mr.may_dereg()
     }
@@ -322,7 +330,8 @@ impl rdma::Driver for SrdmaDevice {
                 | device_caps::RC_RNR_NAK_GEN
                 | device_caps::CURR_QP_STATE_MOD
                 | device_caps::MEM_WINDOW
-                | device_caps::MEM_WINDOW_TYPE_2B,
+                | device_caps::MEM_WINDOW_TYPE_2B
+                | device_caps::MEM_MGT_EXTENSIONS,
             kernel_cap_flags: kernel_caps::ALLOW_USER_UNREG,
             max_send_sge: MAX_SGE,
             max_recv_sge: MAX_SGE,
@@ -331,6 +340,7 @@ impl rdma::Driver for SrdmaDevice {
             max_cqe: MAX_CQE,
             max_mr: MAX_MR,
             max_mw: MAX_MW,
+            max_fast_reg_page_list_len: MAX_FAST_REG_PAGES,
             max_pd: MAX_PD,
             max_qp_rd_atom: MAX_RD_ATOM,
             max_qp_init_rd_atom: MAX_RD_ATOM,

@@ -10,8 +10,8 @@
 use crate::{
     counters::{Counter, Counters},
     device::{SrdmaDevice, PORT},
-    grh,
-    mr::MrShared,
+    fastreg, grh,
+    mr::{resolve, Span},
     mw,
     params::MAX_MSG_SZ,
     qp::{QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
@@ -47,6 +47,8 @@ const WR_ATOMIC_FETCH_AND_ADD: u8 = 6;
 const WR_LOCAL_INV: u8 = 7;
 const WR_BIND_MW: u8 = 8;
 const WR_SEND_WITH_INV: u8 = 9;
+/// `IB_WR_REG_MR`: kernel callers only, written by kverbs (never accepted from user rings).
+pub(crate) const KWR_REG_MR: u8 = 0x20;
 
 // `enum ibv_wc_status`.
 const WC_SUCCESS: u32 = 0;
@@ -68,6 +70,8 @@ const WC_COMP_SWAP: u32 = 3;
 const WC_FETCH_ADD: u32 = 4;
 const WC_BIND_MW: u32 = 5;
 const WC_LOCAL_INV: u32 = 6;
+/// `IB_WC_REG_MR` (kernel CQs only).
+const KWC_REG_MR: u32 = 10;
 const WC_RECV: u32 = 128;
 const WC_RECV_RDMA_WITH_IMM: u32 = 129;
 const WC_GRH: u32 = 1;
@@ -118,39 +122,9 @@ fn find_dest(dgid: &[u8; 16], qpn: u32) -> Option<Dest> {
     Some(Dest { dev, qp })
 }
 
-/// Returns the MR behind `key` that covers `len` bytes at `addr` with rights `need`, in PD
-/// `pd_id`, and the offset of `addr` in it.
-fn resolve(
-    dev: &Device<SrdmaDevice>,
-    key: u32,
-    pd_id: u32,
-    need: u32,
-    addr: u64,
-    len: u64,
-) -> Option<(Arc<MrShared>, usize)> {
-    if key & 0xff != 0 {
-        return None;
-    }
-    let mr = dev.mrs().lock().get(key >> 8)?;
-    if mr.pd_id != pd_id || mr.access & need != need {
-        return None;
-    }
-    let end = addr.checked_add(len)?;
-    if addr < mr.iova || end > mr.iova.checked_add(mr.length)? {
-        return None;
-    }
-    Some((mr.clone(), usize::try_from(addr - mr.iova).ok()?))
-}
-
-/// Returns the MR behind `rkey` (of an MR or a window) at the destination that covers `len`
-/// bytes at `addr` with rights `need`, and the offset in it.
-fn resolve_remote(
-    dest: &Dest,
-    rkey: u32,
-    need: u32,
-    addr: u64,
-    len: u64,
-) -> Option<(Arc<MrShared>, usize)> {
+/// Returns the span of memory behind `rkey` (of an MR or a window) at the destination that
+/// covers `len` bytes at `addr` with rights `need`.
+fn resolve_remote(dest: &Dest, rkey: u32, need: u32, addr: u64, len: u64) -> Option<Span> {
     if mw::is_window_key(rkey) {
         mw::resolve(&dest.dev, &dest.qp, rkey, need, addr, len)
     } else {
@@ -338,6 +312,7 @@ fn execute(
         WR_ATOMIC_FETCH_AND_ADD => WC_FETCH_ADD,
         WR_BIND_MW => WC_BIND_MW,
         WR_LOCAL_INV => WC_LOCAL_INV,
+        KWR_REG_MR if q.handle.is_some() => KWC_REG_MR,
         _ => {
             q.counters.send.inc(Counter::RingErrors);
             return (WC_LOC_QP_OP_ERR, WC_SEND);
@@ -348,8 +323,8 @@ fn execute(
         QpType::Ud | QpType::Gsi => return (send_ud(dev, q, attr, off, ctrl), wc_op),
         _ => return (WC_LOC_QP_OP_ERR, wc_op),
     }
-    if matches!(ctrl.opcode, WR_BIND_MW | WR_LOCAL_INV) {
-        return (window_op(dev, q, off, ctrl), wc_op);
+    if matches!(ctrl.opcode, WR_BIND_MW | WR_LOCAL_INV | KWR_REG_MR) {
+        return (memory_op(dev, q, off, ctrl), wc_op);
     }
     if matches!(
         ctrl.opcode,
@@ -393,7 +368,7 @@ fn execute(
                 Ok(r) => r,
                 Err(_) => return (WC_LOC_QP_OP_ERR, wc_op),
             };
-            let Some((mr, moff)) = resolve_remote(
+            let Some(span) = resolve_remote(
                 &dest,
                 remote.rkey,
                 access::REMOTE_WRITE,
@@ -402,7 +377,7 @@ fn execute(
             ) else {
                 return (WC_REM_ACCESS_ERR, wc_op);
             };
-            if mr.mem.write(moff, &data).is_err() {
+            if span.write(&data).is_err() {
                 return (WC_REM_ACCESS_ERR, wc_op);
             }
             match imm {
@@ -432,25 +407,48 @@ fn execute(
     (status, wc_op)
 }
 
-/// Carries out a bind of a memory window or a local invalidation, on an RC or UC QP.
-fn window_op(
+/// Carries out a bind of a memory window, a fast registration or a local invalidation, on an
+/// RC or UC QP.
+fn memory_op(
     dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     off: usize,
     ctrl: &srdma_wqe_ctrl,
 ) -> u32 {
     if ctrl.opcode == WR_LOCAL_INV {
-        return match mw::invalidate(dev, q, ctrl.imm_data, false) {
+        return match invalidate(dev, q, ctrl.imm_data, false) {
             Ok(()) => WC_SUCCESS,
             Err(_) => WC_LOC_QP_OP_ERR,
         };
     }
+    // Binds and registrations name their memory in the bind segment.
     let Ok(b) = q.sq.mem.read_obj::<srdma_wqe_bind>(off + 32) else {
         return WC_LOC_QP_OP_ERR;
     };
+    if ctrl.opcode == KWR_REG_MR {
+        return match fastreg::register(dev, q.pd_id, b.mr_lkey, b.new_rkey, b.access) {
+            Ok(()) => WC_SUCCESS,
+            Err(_) => WC_LOC_QP_OP_ERR,
+        };
+    }
     match mw::bind(dev, q, &b) {
         Ok(()) => WC_SUCCESS,
         Err(_) => WC_MW_BIND_ERR,
+    }
+}
+
+/// Invalidates `rkey`, a memory window's or a fast-register MR's, for QP `q` of device `dev`;
+/// `remote` says a SEND_WITH_INV that arrived at `q` asks for it.
+fn invalidate(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    rkey: u32,
+    remote: bool,
+) -> core::result::Result<(), mw::Refused> {
+    if mw::is_window_key(rkey) {
+        mw::invalidate(dev, q, rkey, remote)
+    } else {
+        fastreg::invalidate(dev, q.pd_id, rkey)
     }
 }
 
@@ -581,11 +579,9 @@ fn read_or_atomic(
     } else {
         access::REMOTE_READ
     };
-    let Some((mr, moff)) = resolve_remote(&dest, remote.rkey, need, remote.remote_addr, total)
-    else {
+    let Some(span) = resolve_remote(&dest, remote.rkey, need, remote.remote_addr, total) else {
         return WC_REM_ACCESS_ERR;
     };
-    let umem = &mr.mem;
     let mut data = KVec::new();
     if data.extend_with(total as usize, 0, GFP_KERNEL).is_err() {
         return WC_LOC_QP_OP_ERR;
@@ -594,7 +590,7 @@ fn read_or_atomic(
         // Atomic with respect to the other atomics of the responder's device.
         let _guard = dest.dev.atomics().lock();
         let mut old = [0u8; 8];
-        if umem.read(moff, &mut old).is_err() {
+        if span.read(&mut old).is_err() {
             return WC_REM_ACCESS_ERR;
         }
         let value = u64::from_ne_bytes(old);
@@ -607,17 +603,17 @@ fn read_or_atomic(
         } else {
             value.wrapping_add(remote.compare_add)
         };
-        if umem.write(moff, &new.to_ne_bytes()).is_err() {
+        if span.write(&new.to_ne_bytes()).is_err() {
             return WC_REM_ACCESS_ERR;
         }
         data.copy_from_slice(&old);
-    } else if umem.read(moff, &mut data).is_err() {
+    } else if span.read(&mut data).is_err() {
         return WC_REM_ACCESS_ERR;
     }
     let mut rest = &data[..];
     for sge in sges.iter() {
         let len = sge.length as usize;
-        let Some((lmr, loff)) = resolve(
+        let Some(local) = resolve(
             dev,
             sge.lkey,
             q.pd_id,
@@ -627,7 +623,7 @@ fn read_or_atomic(
         ) else {
             return WC_LOC_PROT_ERR;
         };
-        if lmr.mem.write(loff, &rest[..len]).is_err() {
+        if local.write(&rest[..len]).is_err() {
             return WC_LOC_PROT_ERR;
         }
         rest = &rest[len..];
@@ -671,14 +667,12 @@ fn gather(
         if data.len() as u64 + u64::from(sge.length) > u64::from(MAX_MSG_SZ) {
             return Err(WC_LOC_LEN_ERR);
         }
-        let (mr, moff) = resolve(dev, sge.lkey, q.pd_id, 0, sge.addr, u64::from(sge.length))
+        let span = resolve(dev, sge.lkey, q.pd_id, 0, sge.addr, u64::from(sge.length))
             .ok_or(WC_LOC_PROT_ERR)?;
         let start = data.len();
         data.extend_with(sge.length as usize, 0, GFP_KERNEL)
             .map_err(|_| WC_LOC_QP_OP_ERR)?;
-        mr.mem
-            .read(moff, &mut data[start..])
-            .map_err(|_| WC_LOC_PROT_ERR)?;
+        span.read(&mut data[start..]).map_err(|_| WC_LOC_PROT_ERR)?;
     }
     Ok(data)
 }
@@ -768,7 +762,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
         wc.status = WC_LOC_LEN_ERR;
     } else if let Some(rkey) = msg.invalidate {
         // The window is invalid by the time the process sees the receive completion.
-        if mw::invalidate(&dest.dev, &dest.qp, rkey, true).is_ok() {
+        if invalidate(&dest.dev, &dest.qp, rkey, true).is_ok() {
             wc.wc_flags |= WC_WITH_INV;
             wc.imm_data = rkey;
         } else {
@@ -814,7 +808,7 @@ fn scatter(
             .read_obj(body + i * SRDMA_SGE_SIZE as usize)
             .map_err(|_| Refused::Length)?;
         let len = (sge.length as usize).min(data.len());
-        let (mr, moff) = resolve(
+        let span = resolve(
             &dest.dev,
             sge.lkey,
             d.pd_id,
@@ -823,9 +817,7 @@ fn scatter(
             len as u64,
         )
         .ok_or(Refused::Length)?;
-        mr.mem
-            .write(moff, &data[..len])
-            .map_err(|_| Refused::Length)?;
+        span.write(&data[..len]).map_err(|_| Refused::Length)?;
         data = &data[len..];
     }
     if !data.is_empty() {

@@ -18,9 +18,9 @@ use kernel::{
         qp::{Qp, QpState},
         srq::Srq,
         uapi::{
-            srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud,
-            SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_FENCE,
-            SRDMA_WQE_INLINE, SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
+            srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_bind, srdma_wqe_ctrl, srdma_wqe_remote,
+            srdma_wqe_ud, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE,
+            SRDMA_WQE_FENCE, SRDMA_WQE_INLINE, SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
         },
     },
     sync::SpinLock,
@@ -54,7 +54,9 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
         | op::RDMA_WRITE_WITH_IMM
         | op::RDMA_READ
         | op::ATOMIC_CMP_AND_SWP
-        | op::ATOMIC_FETCH_AND_ADD => wr.opcode() as u8,
+        | op::ATOMIC_FETCH_AND_ADD
+        | op::LOCAL_INV => wr.opcode() as u8,
+        op::REG_MR => crate::engine::KWR_REG_MR,
         _ => return Err(EINVAL),
     };
     let f = wr.send_flags();
@@ -99,6 +101,15 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
         let seg = srdma_wqe_remote {
             remote_addr,
             rkey,
+            ..Default::default()
+        };
+        mem.write_obj(off + SEG, &seg)?;
+    } else if let Some((mr, key, access)) = wr.reg() {
+        // The engine registers the pages the MR has mapped when it reaches this WQE.
+        let seg = srdma_wqe_bind {
+            mr_lkey: mr.lkey(),
+            new_rkey: key,
+            access,
             ..Default::default()
         };
         mem.write_obj(off + SEG, &seg)?;

@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! Memory regions: pinned user memory (or all kernel memory) and the keys that name it.
+//! Memory regions: pinned user memory, all kernel memory, or the pages kernel callers register
+//! in a fast-register MR; the keys that name them, and the spans of memory a key grants.
 
-use crate::{device::SrdmaDevice, params::MAX_MR_SIZE, table::Reservation};
+use crate::{
+    device::SrdmaDevice,
+    fastreg::{FastMr, Registration},
+    params::MAX_MR_SIZE,
+    table::Reservation,
+};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     prelude::*,
     rdma::{
-        mr::{access, DmaMemory, MrCreated, Umem, UserRegion},
+        mr::{access, DmaMemory, Mr, MrCreated, SgMapper, Umem, UserRegion},
         pd::Pd,
         ucontext::User,
+        Device,
     },
     sync::Arc,
 };
@@ -33,24 +40,99 @@ pub(crate) enum MrMem {
     User(Umem),
     /// Kernel callers' memory, addressed by kernel virtual address (the MR's iova is 0).
     Kernel(DmaMemory),
+    /// A fast-register MR: reached through its current registration, not directly.
+    Fast(FastMr),
 }
 
 impl MrMem {
     /// Copies `dst.len()` bytes at byte `offset` of the MR into `dst`.
-    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+    fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
         match self {
             MrMem::User(umem) => umem.read(offset, dst),
             MrMem::Kernel(mem) => mem.read(offset as u64, dst),
+            MrMem::Fast(_) => Err(EFAULT),
         }
     }
 
     /// Copies `src` to byte `offset` of the MR.
-    pub(crate) fn write(&self, offset: usize, src: &[u8]) -> Result {
+    fn write(&self, offset: usize, src: &[u8]) -> Result {
         match self {
             MrMem::User(umem) => umem.write(offset, src),
             MrMem::Kernel(mem) => mem.write(offset as u64, src),
+            MrMem::Fast(_) => Err(EFAULT),
         }
     }
+}
+
+/// Memory a key granted, from the first byte asked for: where a copy goes.
+pub(crate) struct Span {
+    target: Target,
+    offset: usize,
+}
+
+enum Target {
+    Mr(Arc<MrShared>),
+    /// A registration of a fast-register MR; the copy fails if it is invalidated meanwhile.
+    Fast(Arc<Registration>),
+}
+
+impl Span {
+    pub(crate) fn of_mr(mr: Arc<MrShared>, offset: usize) -> Self {
+        Self {
+            target: Target::Mr(mr),
+            offset,
+        }
+    }
+
+    /// Copies from the span into `dst`.
+    pub(crate) fn read(&self, dst: &mut [u8]) -> Result {
+        match &self.target {
+            Target::Mr(mr) => mr.mem.read(self.offset, dst),
+            Target::Fast(reg) => reg.read(self.offset, dst),
+        }
+    }
+
+    /// Copies `src` into the span.
+    pub(crate) fn write(&self, src: &[u8]) -> Result {
+        match &self.target {
+            Target::Mr(mr) => mr.mem.write(self.offset, src),
+            Target::Fast(reg) => reg.write(self.offset, src),
+        }
+    }
+}
+
+/// Returns the span of the MR of device `dev` behind `key` that covers `len` bytes at `addr`
+/// with rights `need`, in PD `pd_id`. Keys of ordinary MRs have key byte 0; keys of
+/// fast-register MRs must match their current registration.
+pub(crate) fn resolve(
+    dev: &Device<SrdmaDevice>,
+    key: u32,
+    pd_id: u32,
+    need: u32,
+    addr: u64,
+    len: u64,
+) -> Option<Span> {
+    let mr = dev.mrs().lock().get(key >> 8)?;
+    if mr.pd_id != pd_id {
+        return None;
+    }
+    if let MrMem::Fast(fast) = &mr.mem {
+        let reg = fast.registration()?;
+        let offset = reg.check(key, need, addr, len)?;
+        return Some(Span {
+            target: Target::Fast(reg),
+            offset,
+        });
+    }
+    if key & 0xff != 0 || mr.access & need != need {
+        return None;
+    }
+    let end = addr.checked_add(len)?;
+    if addr < mr.iova || end > mr.iova.checked_add(mr.length)? {
+        return None;
+    }
+    let offset = usize::try_from(addr - mr.iova).ok()?;
+    Some(Span::of_mr(mr, offset))
 }
 
 /// What the data path needs of an MR, found by key.
@@ -69,7 +151,7 @@ pub(crate) struct MrShared {
 /// srdma's part of a memory region.
 pub(crate) struct SrdmaMr {
     _key: Reservation<MrShared>,
-    shared: Arc<MrShared>,
+    pub(crate) shared: Arc<MrShared>,
 }
 
 impl SrdmaMr {
@@ -119,6 +201,33 @@ impl SrdmaMr {
                 windows: AtomicU32::new(0),
             },
         )
+    }
+
+    pub(crate) fn fast(
+        pd: &Pd<SrdmaDevice>,
+        max_pages: u32,
+        mem: DmaMemory,
+    ) -> Result<MrCreated<Self>> {
+        Self::publish(
+            pd,
+            MrShared {
+                pd_id: pd.id(),
+                mem: MrMem::Fast(FastMr::new(mem, max_pages)?),
+                iova: 0,
+                length: 0,
+                // A fast-register MR grants what its registration grants.
+                access: 0,
+                windows: AtomicU32::new(0),
+            },
+        )
+    }
+
+    /// Maps a kernel caller's scatter/gather list into a fast-register MR.
+    pub(crate) fn map_sg(mr: &Mr<SrdmaDevice>, sg: SgMapper<'_, SrdmaDevice>) -> Result<u32> {
+        match &mr.shared.mem {
+            MrMem::Fast(fast) => fast.map(sg),
+            _ => Err(EINVAL),
+        }
     }
 
     pub(crate) fn dma(

@@ -8,7 +8,12 @@
 //! work request to the QP that posts it, which alone may use them as a responder, and are
 //! freed again by LOCAL_INV or by a peer's SEND_WITH_INV arriving at that QP.
 
-use crate::{device::SrdmaDevice, mr::MrShared, qp::QpShared, table::Reservation};
+use crate::{
+    device::SrdmaDevice,
+    mr::{MrShared, Span},
+    qp::QpShared,
+    table::Reservation,
+};
 use core::sync::atomic::Ordering;
 use kernel::{
     new_mutex,
@@ -212,8 +217,8 @@ pub(crate) fn invalidate(
     Ok(())
 }
 
-/// Returns the MR behind the window with rkey `rkey` of device `dev` that covers `len` bytes
-/// at `addr` with rights `need`, for responder QP `q`, and the offset of `addr` in the MR.
+/// Returns the span of the MR behind the window with rkey `rkey` of device `dev` that covers
+/// `len` bytes at `addr` with rights `need`, for responder QP `q`.
 pub(crate) fn resolve(
     dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
@@ -221,7 +226,7 @@ pub(crate) fn resolve(
     need: u32,
     addr: u64,
     len: u64,
-) -> Option<(Arc<MrShared>, usize)> {
+) -> Option<Span> {
     let mw = lookup(dev, rkey)?;
     if mw.pd_id != q.pd_id {
         return None;
@@ -244,5 +249,6 @@ pub(crate) fn resolve(
         return None;
     }
     let mr = &b.mr.0;
-    Some((mr.clone(), usize::try_from(start - mr.iova).ok()?))
+    let offset = usize::try_from(start - mr.iova).ok()?;
+    Some(Span::of_mr(mr.clone(), offset))
 }

@@ -14,6 +14,8 @@ pub(crate) const MAX_CQ: u32 = 16384;
 pub(crate) const MAX_CQE: u32 = 65536;
 /// Memory regions per device.
 pub(crate) const MAX_MR: u32 = 65536;
+/// Pages one fast-register MR can map (`max_fast_reg_page_list_len`).
+pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
 /// Memory windows per device (advertised; the key space holds 8M).
 pub(crate) const MAX_MW: u32 = 65536;
 /// Protection domains per device.

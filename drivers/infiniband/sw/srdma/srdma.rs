@@ -15,6 +15,7 @@ mod cq;
 mod device;
 mod doorbell;
 mod engine;
+mod fastreg;
 mod grh;
 mod kverbs;
 mod link;

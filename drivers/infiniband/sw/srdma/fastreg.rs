@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! Fast-register MRs of kernel callers: `ib_alloc_mr`, pages mapped with `ib_map_mr_sg`, then
+//! registered under a key by an `IB_WR_REG_MR` work request and invalidated by LOCAL_INV or a
+//! peer's SEND_WITH_INV, both carried out by the engine in WQE order.
+//!
+//! Each registration is an object of its own ([`Registration`]): an access in flight holds
+//! the one it resolved, and copies under its lock, so once an invalidation has completed no
+//! copy touches the pages any more and the caller may unmap them.
+
+use crate::{device::SrdmaDevice, mr::MrMem, mw::Refused, params::MAX_FAST_REG_PAGES};
+use kernel::{
+    new_mutex, new_spinlock,
+    prelude::*,
+    rdma::{
+        mr::{access, DmaMemory, SgMapper},
+        Device,
+    },
+    sync::{Arc, Mutex, SpinLock},
+};
+
+/// Rights a registration can grant.
+const FAST_REG_ACCESS: u32 =
+    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+
+/// The pages the last `ib_map_mr_sg` mapped.
+struct Mapping {
+    /// `max_pages` entries; the first `n` are mapped.
+    pages: KVec<u64>,
+    n: usize,
+    iova: u64,
+    length: u64,
+    page_size: u64,
+}
+
+/// The fast-register part of an MR.
+pub(crate) struct FastMr {
+    mem: DmaMemory,
+    max_pages: usize,
+    /// Filled by `ib_map_mr_sg`, which may run in atomic context, so a spinlock and no
+    /// allocation.
+    mapped: Pin<KBox<SpinLock<Mapping>>>,
+    /// The registration in force.
+    current: Pin<KBox<Mutex<Option<Arc<Registration>>>>>,
+}
+
+impl FastMr {
+    pub(crate) fn new(mem: DmaMemory, max_pages: u32) -> Result<Self> {
+        if max_pages == 0 || max_pages > MAX_FAST_REG_PAGES {
+            return Err(EINVAL);
+        }
+        let max_pages = max_pages as usize;
+        let mut pages = KVec::new();
+        pages.extend_with(max_pages, 0, GFP_KERNEL)?;
+        Ok(Self {
+            mem,
+            max_pages,
+            mapped: KBox::pin_init(
+                new_spinlock!(Mapping {
+                    pages,
+                    n: 0,
+                    iova: 0,
+                    length: 0,
+                    page_size: 0,
+                }),
+                GFP_KERNEL,
+            )?,
+            current: KBox::pin_init(new_mutex!(None), GFP_KERNEL)?,
+        })
+    }
+
+    /// `ib_map_mr_sg`: replaces the mapped pages; returns the number of SG entries mapped.
+    pub(crate) fn map(&self, sg: SgMapper<'_, SrdmaDevice>) -> Result<u32> {
+        let mut m = self.mapped.lock();
+        m.n = 0;
+        let m = &mut *m;
+        let mapped = sg.map(&mut |addr| {
+            let slot = m.pages.get_mut(m.n).ok_or(ENOMEM)?;
+            *slot = addr;
+            m.n += 1;
+            Ok(())
+        })?;
+        if !mapped.page_size.is_power_of_two() {
+            m.n = 0;
+            return Err(EINVAL);
+        }
+        m.iova = mapped.iova;
+        m.length = mapped.length;
+        m.page_size = u64::from(mapped.page_size);
+        Ok(mapped.entries)
+    }
+
+    /// Registers the mapped pages under `key` with rights `access`; the MR must not be
+    /// registered already.
+    fn register(&self, key: u32, access: u32) -> core::result::Result<(), Refused> {
+        let mut current = self.current.lock();
+        if current.is_some() {
+            return Err(Refused);
+        }
+        let mut pages = KVec::with_capacity(self.max_pages, GFP_KERNEL).map_err(|_| Refused)?;
+        let (iova, length, page_size) = {
+            let m = self.mapped.lock();
+            // Within the capacity just reserved: no allocation under the spinlock.
+            pages
+                .extend_from_slice(&m.pages[..m.n], GFP_ATOMIC)
+                .map_err(|_| Refused)?;
+            (m.iova, m.length, m.page_size)
+        };
+        if pages.is_empty() || page_size == 0 {
+            return Err(Refused);
+        }
+        let reg = Registration {
+            mem: self.mem.clone(),
+            pages,
+            base: iova & !(page_size - 1),
+            iova,
+            length,
+            page_size,
+            key,
+            access,
+            valid: KBox::pin_init(new_mutex!(true), GFP_KERNEL).map_err(|_| Refused)?,
+        };
+        *current = Some(Arc::new(reg, GFP_KERNEL).map_err(|_| Refused)?);
+        Ok(())
+    }
+
+    /// Ends the registration under `key`.
+    fn invalidate(&self, key: u32) -> core::result::Result<(), Refused> {
+        let mut current = self.current.lock();
+        match &*current {
+            Some(reg) if reg.key == key => {
+                // Waits for a copy in progress; later copies through it fail.
+                *reg.valid.lock() = false;
+                *current = None;
+                Ok(())
+            }
+            _ => Err(Refused),
+        }
+    }
+
+    /// The registration in force, if any.
+    pub(crate) fn registration(&self) -> Option<Arc<Registration>> {
+        self.current.lock().clone()
+    }
+}
+
+/// One registration of a fast-register MR: pages of `page_size` bytes that map the addresses
+/// `iova..iova + length`, starting from `base`, the page boundary below `iova`.
+pub(crate) struct Registration {
+    mem: DmaMemory,
+    pages: KVec<u64>,
+    base: u64,
+    iova: u64,
+    length: u64,
+    page_size: u64,
+    key: u32,
+    access: u32,
+    /// Cleared by the invalidation; held while copying.
+    valid: Pin<KBox<Mutex<bool>>>,
+}
+
+impl Registration {
+    /// Checks an access of `len` bytes at `addr` under `key` with rights `need`; returns its
+    /// offset from `base`.
+    pub(crate) fn check(&self, key: u32, need: u32, addr: u64, len: u64) -> Option<usize> {
+        if key != self.key || self.access & need != need {
+            return None;
+        }
+        let end = addr.checked_add(len)?;
+        if addr < self.iova || end > self.iova.checked_add(self.length)? {
+            return None;
+        }
+        usize::try_from(addr - self.base).ok()
+    }
+
+    /// Calls `f` with the kernel virtual address and the part of the copy of each piece of
+    /// `len` bytes at `offset` (from `base`) that lies within one page.
+    fn copy(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(u64, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let valid = self.valid.lock();
+        if !*valid {
+            return Err(EFAULT);
+        }
+        let page_size = self.page_size as usize;
+        let mut done = 0;
+        while done < len {
+            let at = offset.checked_add(done).ok_or(EFAULT)?;
+            let page = *self.pages.get(at / page_size).ok_or(EFAULT)?;
+            let in_page = at % page_size;
+            let n = (page_size - in_page).min(len - done);
+            f(page + in_page as u64, done..done + n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        self.copy(offset, dst.len(), |addr, r| {
+            self.mem.read(addr, &mut dst[r])
+        })
+    }
+
+    pub(crate) fn write(&self, offset: usize, src: &[u8]) -> Result {
+        self.copy(offset, src.len(), |addr, r| self.mem.write(addr, &src[r]))
+    }
+}
+
+/// The fast-register MR of device `dev` whose keys have the index of `key`, in PD `pd_id`.
+fn lookup(dev: &Device<SrdmaDevice>, key: u32, pd_id: u32) -> Option<Arc<crate::mr::MrShared>> {
+    let mr = dev.mrs().lock().get(key >> 8)?;
+    (mr.pd_id == pd_id && matches!(mr.mem, MrMem::Fast(_))).then_some(mr)
+}
+
+/// Carries out an `IB_WR_REG_MR` of a kernel caller's QP in PD `pd_id`: the MR that `lkey`
+/// names gets the key `key` (the same index, a new key byte) and rights `access`.
+pub(crate) fn register(
+    dev: &Device<SrdmaDevice>,
+    pd_id: u32,
+    lkey: u32,
+    key: u32,
+    access: u32,
+) -> core::result::Result<(), Refused> {
+    let writable = access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
+    if key >> 8 != lkey >> 8
+        || access & !FAST_REG_ACCESS != 0
+        || (writable && access & access::LOCAL_WRITE == 0)
+    {
+        return Err(Refused);
+    }
+    let mr = lookup(dev, lkey, pd_id).ok_or(Refused)?;
+    match &mr.mem {
+        MrMem::Fast(fast) => fast.register(key, access),
+        _ => Err(Refused),
+    }
+}
+
+/// Invalidates the registration under `key` of a fast-register MR of device `dev` in PD
+/// `pd_id` (LOCAL_INV, or SEND_WITH_INV at the responder).
+pub(crate) fn invalidate(
+    dev: &Device<SrdmaDevice>,
+    pd_id: u32,
+    key: u32,
+) -> core::result::Result<(), Refused> {
+    let mr = lookup(dev, key, pd_id).ok_or(Refused)?;
+    match &mr.mem {
+        MrMem::Fast(fast) => fast.invalidate(key),
+        _ => Err(Refused),
+    }
+}
