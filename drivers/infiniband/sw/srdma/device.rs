@@ -90,7 +90,7 @@ impl SrdmaDevice {
             kernel_db: new_pool()?,
             worker: Worker::new(ndev.clone())?,
             poller: Poller::new(ndev)?,
-            doorbell_mode: AtomicU32::new(DEFAULT_DOORBELL_MODE),
+            doorbell_mode: AtomicU32::new(default_doorbell_mode()),
             guid,
             port_active: AtomicBool::new(port_active),
             next_cq_id: AtomicU32::new(0),

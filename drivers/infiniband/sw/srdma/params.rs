@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-//! The limits srdma reports to users and enforces.
+//! The limits srdma reports to users and enforces, and its module parameter.
+
+use kernel::rdma::uapi::{SRDMA_DB_MODE_KICK, SRDMA_DB_MODE_POLL};
 
 /// Queue pairs per device.
 pub(crate) const MAX_QP: u32 = 16384;
@@ -42,9 +44,28 @@ pub(crate) const VENDOR_PART_ID: u32 = 0x5352;
 pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
 /// Supported page sizes: 4 KiB to 2 GiB.
 pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
-/// The doorbell mode of new devices (`SRDMA_DB_MODE_*`): the faster one measured (see
-/// Documentation/infiniband/srdma.rst).
-pub(crate) const DEFAULT_DOORBELL_MODE: u32 = kernel::rdma::uapi::SRDMA_DB_MODE_KICK;
+kernel::module_param_uint!(
+    DOORBELL_MODE,
+    "srdma",
+    "doorbell_mode",
+    SRDMA_DB_MODE_KICK,
+    "Doorbell mode of new devices: 0 kick (default, the faster one measured), 1 poll"
+);
+
+/// The doorbell mode (`SRDMA_DB_MODE_*`) new devices start with: the module parameter
+/// `doorbell_mode`; each device's sysfs attribute changes it for that device.
+pub(crate) fn default_doorbell_mode() -> u32 {
+    match DOORBELL_MODE.get() {
+        mode @ (SRDMA_DB_MODE_KICK | SRDMA_DB_MODE_POLL) => mode,
+        other => {
+            kernel::pr_warn!(
+                "doorbell_mode={} is neither 0 nor 1; using 0 (kick)\n",
+                other
+            );
+            SRDMA_DB_MODE_KICK
+        }
+    }
+}
 /// Bytes of payload an inline send carries in its WQE.
 pub(crate) const MAX_INLINE_DATA: u32 = 256;
 /// Whether the hardware counters count. Always `true`; set to `false` only to build a module
