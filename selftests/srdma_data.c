@@ -32,7 +32,9 @@ static int connect_pair(struct ibv_qp *a, struct ibv_qp *b)
 
 	for (int i = 0; i < 2; i++) {
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-					  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+					  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+							     IBV_ACCESS_REMOTE_READ |
+							     IBV_ACCESS_REMOTE_ATOMIC };
 
 		if (ibv_modify_qp(qs[i], &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 						IBV_QP_ACCESS_FLAGS))
@@ -296,6 +298,32 @@ int main(int argc, char **argv)
 		n = poll(wc, 1);
 		result(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
 		       "RDMA WRITE to an MR without remote write: REM_ACCESS_ERR (%d)",
+		       n ? wc[0].status : -1);
+		new_pair(&a, &b);
+
+		/* The responder QP's access flags decide as well as the MR's. */
+		struct ibv_qp_attr acc = { .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+
+		memset(rbuf, 0x5a, 64);
+		swr.wr.rdma.rkey = rmr->rkey;
+		n = ibv_modify_qp(b, &acc, IBV_QP_ACCESS_FLAGS);
+		result(!n, "RTS to RTS: the responder's access flags lose remote write (%d)", n);
+		ibv_post_send(a, &swr, &bsw);
+		n = poll(wc, 1);
+		result(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR && rbuf[0] == 0x5a &&
+		       rbuf[63] == 0x5a,
+		       "RDMA WRITE to a QP without IBV_ACCESS_REMOTE_WRITE: REM_ACCESS_ERR, nothing written (%d)",
+		       n ? wc[0].status : -1);
+		new_pair(&a, &b);
+
+		/* A responder in the error state drops requests: the RC requester gives up. */
+		struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+
+		ibv_modify_qp(b, &err, IBV_QP_STATE);
+		ibv_post_send(a, &swr, &bsw);
+		n = poll(wc, 1);
+		result(n == 1 && wc[0].status == IBV_WC_RETRY_EXC_ERR && rbuf[0] == 0x5a,
+		       "RDMA WRITE to a QP in the error state: RETRY_EXC_ERR, nothing written (%d)",
 		       n ? wc[0].status : -1);
 		new_pair(&a, &b);
 

@@ -264,9 +264,29 @@ impl<T: Driver> Mr<T> {
     }
 
     /// Returns the local key.
+    ///
+    /// The driver sets the keys at creation; the owner of a fast-register MR changes their key
+    /// byte (`ib_update_fast_reg_key`) before it posts a registration, and that post is where
+    /// the driver reads them.
     pub fn lkey(&self) -> u32 {
-        // SAFETY: The keys are fixed after creation.
-        unsafe { (*self.ib.get()).lkey }
+        // SAFETY: The MR is alive; the field is read through a raw pointer, without a
+        // reference to the C struct, which its owner may write.
+        unsafe { core::ptr::addr_of!((*self.ib.get()).lkey).read() }
+    }
+
+    /// Returns the address of the MR's first byte (`iova`), for fast-register MRs as its owner
+    /// set it when it posts the registration: `ib_map_mr_sg` sets it and the owner may change
+    /// it afterwards (NFS over RDMA puts a transaction ID in its upper bits).
+    pub fn iova(&self) -> u64 {
+        // SAFETY: As for `lkey`.
+        unsafe { core::ptr::addr_of!((*self.ib.get()).iova).read() }
+    }
+
+    /// Returns the length in bytes (`length`), for fast-register MRs what `ib_map_mr_sg`
+    /// mapped.
+    pub fn length(&self) -> u64 {
+        // SAFETY: As for `lkey`.
+        unsafe { core::ptr::addr_of!((*self.ib.get()).length).read() }
     }
 }
 
@@ -339,16 +359,12 @@ impl<'a, T: Driver> SgMapper<'a, T> {
         };
         self.mr.set_page.store(null_mut(), Ordering::Release);
         let entries = u32::try_from(n).map_err(|_| Error::from_errno(n))?;
-        // SAFETY: `ib_sg_to_pages` set these fields of the MR, which its caller owns until it
-        // posts the registration.
-        let (iova, length, page_size) = unsafe {
-            let ib = &*self.mr.ib.get();
-            (ib.iova, ib.length, ib.page_size)
-        };
+        // SAFETY: The MR is alive; `ib_map_mr_sg` set `page_size` before calling the driver.
+        let page_size = unsafe { core::ptr::addr_of!((*self.mr.ib.get()).page_size).read() };
         Ok(Mapped {
             entries,
-            iova,
-            length,
+            iova: self.mr.iova(),
+            length: self.mr.length(),
             page_size,
         })
     }

@@ -18,14 +18,8 @@ use kernel::{
     c_str, new_mutex,
     prelude::*,
     rdma::{stats::Desc, uapi::srdma_cqe},
-    sync::{
-        lock::{mutex::MutexBackend, Guard},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
 };
-
-/// The guard of a queue's consumer index, whose lock owns a [`Counters`] block.
-pub(crate) type CiGuard<'a> = Guard<'a, u32, MutexBackend>;
 
 /// Declares the counters: the [`Counter`] names and the table of their names for ib_core, in
 /// one order, so that the two cannot disagree.
@@ -333,10 +327,11 @@ impl QpCounters {
         *v = v.wrapping_add(self.rcvd_pkts.load(Ordering::Relaxed));
     }
 
-    /// Moves the counts so far to the device's totals, as the QP is destroyed; the caller
-    /// shows that it holds the locks that own [`QpCounters::send`] and [`QpCounters::recv`].
-    /// A message still in flight to the QP is counted when the last reference goes.
-    pub(crate) fn retire(&self, _send: &CiGuard<'_>, _recv: &CiGuard<'_>) {
+    /// Moves the counts so far to the device's totals, as the QP is destroyed. Only
+    /// [`crate::qp::QpShared::retire_counters`] calls it, holding the locks that own
+    /// [`QpCounters::send`] and [`QpCounters::recv`]. A message still in flight to the QP is
+    /// counted when the last reference goes.
+    pub(crate) fn retire(&self) {
         let _guard = self.dev.lock.lock();
         self.drain();
     }

@@ -14,7 +14,7 @@ use crate::{
     mr::{resolve, Span},
     mw,
     params::MAX_MSG_SZ,
-    qp::{QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
+    qp::{CiGuard, QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
     rnr::Verdict,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -120,6 +120,33 @@ fn find_dest(dgid: &[u8; 16], qpn: u32) -> Option<Dest> {
     let dev = Device::<SrdmaDevice>::get_by_netdev(&ndev)?;
     let qp = dev.qps().lock().get(qpn)?;
     Some(Dest { dev, qp })
+}
+
+/// Waits for the RDMA WRITEs, READs and atomics that are copying into the memory of `q`, which
+/// is in the error state: those that come later see the state and are refused ([`responder`]).
+fn wait_for_responders(q: &QpShared) {
+    drop(q.rq_ci.lock());
+}
+
+/// Takes the responder lock of the destination QP for an RDMA WRITE, READ or atomic and checks
+/// that the QP accepts it: in RTR or RTS (a QP in another state drops requests, so an RC
+/// requester times out and a UC one never learns) and with `need` among its access flags.
+/// The copy happens under the lock, which is the QP's RQ lock: moving a QP to the error state
+/// takes it before the QP's work completes as flushed, so once a kernel caller sees its
+/// registrations' invalidations flushed, no copy into its memory is running.
+fn responder(dest: &Dest, requester: QpType, need: u32) -> core::result::Result<CiGuard<'_>, u32> {
+    let guard = dest.qp.rq_ci.lock();
+    if !matches!(dest.qp.state(), QpState::Rtr | QpState::Rts) {
+        return Err(if requester == QpType::Rc {
+            WC_RETRY_EXC_ERR
+        } else {
+            WC_SUCCESS
+        });
+    }
+    if dest.qp.attr.lock().qp_access_flags & need != need {
+        return Err(WC_REM_ACCESS_ERR);
+    }
+    Ok(guard)
 }
 
 /// Returns the span of memory behind `rkey` (of an MR or a window) at the destination that
@@ -231,6 +258,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         QpState::Rts => {}
         // Work posted to a QP in the error state completes as flushed.
         QpState::Err => {
+            wait_for_responders(q);
             flush(q, true, ci);
             return Ok(());
         }
@@ -272,6 +300,12 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         }
         *ci = ci.wrapping_add(1);
         db.store(DB_SQ_CI, *ci)?;
+        if status != WC_SUCCESS && !failed {
+            // In the error state before the error completion is seen.
+            q.enter_error();
+            wait_for_responders(q);
+            failed = true;
+        }
         let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
         if status != WC_SUCCESS || signaled {
             complete(
@@ -280,10 +314,6 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
                 &cqe(ctrl.wr_id, status, opcode, q.qpn),
                 false,
             );
-        }
-        if status != WC_SUCCESS && !failed {
-            q.enter_error();
-            failed = true;
         }
     }
     if failed {
@@ -368,17 +398,23 @@ fn execute(
                 Ok(r) => r,
                 Err(_) => return (WC_LOC_QP_OP_ERR, wc_op),
             };
-            let Some(span) = resolve_remote(
-                &dest,
-                remote.rkey,
-                access::REMOTE_WRITE,
-                remote.remote_addr,
-                data.len() as u64,
-            ) else {
-                return (WC_REM_ACCESS_ERR, wc_op);
-            };
-            if span.write(&data).is_err() {
-                return (WC_REM_ACCESS_ERR, wc_op);
+            {
+                let _responder = match responder(&dest, q.qp_type, access::REMOTE_WRITE) {
+                    Ok(guard) => guard,
+                    Err(status) => return (status, wc_op),
+                };
+                let Some(span) = resolve_remote(
+                    &dest,
+                    remote.rkey,
+                    access::REMOTE_WRITE,
+                    remote.remote_addr,
+                    data.len() as u64,
+                ) else {
+                    return (WC_REM_ACCESS_ERR, wc_op);
+                };
+                if span.write(&data).is_err() {
+                    return (WC_REM_ACCESS_ERR, wc_op);
+                }
             }
             match imm {
                 Some(_) => {
@@ -426,7 +462,7 @@ fn memory_op(
         return WC_LOC_QP_OP_ERR;
     };
     if ctrl.opcode == KWR_REG_MR {
-        return match fastreg::register(dev, q.pd_id, b.mr_lkey, b.new_rkey, b.access) {
+        return match fastreg::register(dev, q.pd_id, &b) {
             Ok(()) => WC_SUCCESS,
             Err(_) => WC_LOC_QP_OP_ERR,
         };
@@ -579,6 +615,10 @@ fn read_or_atomic(
     } else {
         access::REMOTE_READ
     };
+    let responder = match responder(&dest, q.qp_type, need) {
+        Ok(guard) => guard,
+        Err(status) => return status,
+    };
     let Some(span) = resolve_remote(&dest, remote.rkey, need, remote.remote_addr, total) else {
         return WC_REM_ACCESS_ERR;
     };
@@ -610,6 +650,8 @@ fn read_or_atomic(
     } else if span.read(&mut data).is_err() {
         return WC_REM_ACCESS_ERR;
     }
+    // The response is the requester's from here on.
+    drop(responder);
     let mut rest = &data[..];
     for sge in sges.iter() {
         let len = sge.length as usize;

@@ -14,6 +14,7 @@ use kernel::{
     prelude::*,
     rdma::{
         mr::{access, DmaMemory, SgMapper},
+        uapi::srdma_wqe_bind,
         Device,
     },
     sync::{Arc, Mutex, SpinLock},
@@ -90,15 +91,23 @@ impl FastMr {
         Ok(mapped.entries)
     }
 
-    /// Registers the mapped pages under `key` with rights `access`; the MR must not be
+    /// Registers the mapped pages under `key` with rights `access`, for the addresses
+    /// `iova..iova + length` (the MR's owner may have moved `iova` since the mapping, but not
+    /// its offset in the first page, and not beyond what was mapped); the MR must not be
     /// registered already.
-    fn register(&self, key: u32, access: u32) -> core::result::Result<(), Refused> {
+    fn register(
+        &self,
+        key: u32,
+        access: u32,
+        iova: u64,
+        length: u64,
+    ) -> core::result::Result<(), Refused> {
         let mut current = self.current.lock();
         if current.is_some() {
             return Err(Refused);
         }
         let mut pages = KVec::with_capacity(self.max_pages, GFP_KERNEL).map_err(|_| Refused)?;
-        let (iova, length, page_size) = {
+        let (mapped_iova, mapped_length, page_size) = {
             let m = self.mapped.lock();
             // Within the capacity just reserved: no allocation under the spinlock.
             pages
@@ -106,13 +115,15 @@ impl FastMr {
                 .map_err(|_| Refused)?;
             (m.iova, m.length, m.page_size)
         };
-        if pages.is_empty() || page_size == 0 {
+        if pages.is_empty() || page_size == 0 || length > mapped_length {
             return Err(Refused);
         }
+        // The first mapped byte lies this far into the first page, whatever `iova` says.
+        let first = mapped_iova & (page_size - 1);
         let reg = Registration {
             mem: self.mem.clone(),
             pages,
-            base: iova & !(page_size - 1),
+            base: iova.checked_sub(first).ok_or(Refused)?,
             iova,
             length,
             page_size,
@@ -141,6 +152,16 @@ impl FastMr {
     /// The registration in force, if any.
     pub(crate) fn registration(&self) -> Option<Arc<Registration>> {
         self.current.lock().clone()
+    }
+}
+
+impl Drop for FastMr {
+    fn drop(&mut self) {
+        // Deregistered while registered: a copy in flight holds the registration, so it is
+        // ended here, after that copy, before the owner frees the pages.
+        if let Some(reg) = self.current.lock().take() {
+            *reg.valid.lock() = false;
+        }
     }
 }
 
@@ -215,15 +236,15 @@ fn lookup(dev: &Device<SrdmaDevice>, key: u32, pd_id: u32) -> Option<Arc<crate::
     (mr.pd_id == pd_id && matches!(mr.mem, MrMem::Fast(_))).then_some(mr)
 }
 
-/// Carries out an `IB_WR_REG_MR` of a kernel caller's QP in PD `pd_id`: the MR that `lkey`
-/// names gets the key `key` (the same index, a new key byte) and rights `access`.
+/// Carries out an `IB_WR_REG_MR` of a kernel caller's QP in PD `pd_id` that `b` describes:
+/// the MR that `b.mr_lkey` names gets the key `b.new_rkey` (the same index, a new key byte),
+/// rights `b.access` and the addresses `b.addr..b.addr + b.length`.
 pub(crate) fn register(
     dev: &Device<SrdmaDevice>,
     pd_id: u32,
-    lkey: u32,
-    key: u32,
-    access: u32,
+    b: &srdma_wqe_bind,
 ) -> core::result::Result<(), Refused> {
+    let (lkey, key, access) = (b.mr_lkey, b.new_rkey, b.access);
     let writable = access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
     if key >> 8 != lkey >> 8
         || access & !FAST_REG_ACCESS != 0
@@ -233,7 +254,7 @@ pub(crate) fn register(
     }
     let mr = lookup(dev, lkey, pd_id).ok_or(Refused)?;
     match &mr.mem {
-        MrMem::Fast(fast) => fast.register(key, access),
+        MrMem::Fast(fast) => fast.register(key, access, b.addr, b.length),
         _ => Err(Refused),
     }
 }

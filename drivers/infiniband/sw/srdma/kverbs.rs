@@ -105,8 +105,11 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
         };
         mem.write_obj(off + SEG, &seg)?;
     } else if let Some((mr, key, access)) = wr.reg() {
-        // The engine registers the pages the MR has mapped when it reaches this WQE.
+        // The engine registers the pages the MR has mapped when it reaches this WQE, at the
+        // address its owner gives the MR now.
         let seg = srdma_wqe_bind {
+            addr: mr.iova(),
+            length: mr.length(),
             mr_lkey: mr.lkey(),
             new_rkey: key,
             access,

@@ -27,9 +27,14 @@ use kernel::{
 pub(crate) const MW_INDEX_MIN: u32 = 0x80_0000;
 pub(crate) const MW_INDEX_MAX: u32 = 0xff_ffff;
 
-/// Rights a window can grant.
-const WINDOW_ACCESS: u32 =
-    access::REMOTE_READ | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::ZERO_BASED;
+/// Rights a window can grant, and the flags a bind may carry: local write and bind rights mean
+/// nothing for a window and are ignored, as rxe does.
+const WINDOW_ACCESS: u32 = access::REMOTE_READ
+    | access::REMOTE_WRITE
+    | access::REMOTE_ATOMIC
+    | access::ZERO_BASED
+    | access::LOCAL_WRITE
+    | access::MW_BIND;
 
 /// Why a bind or an invalidation was refused (the engine turns it into a completion status).
 #[derive(Debug)]

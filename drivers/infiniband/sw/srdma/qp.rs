@@ -117,7 +117,23 @@ impl QpShared {
         let mut attr = self.attr.lock();
         self.set_state(&mut attr, QpState::Err);
     }
+
+    /// Moves the QP's counts to its device's totals as it is destroyed, holding the locks
+    /// under which they are counted (the SQ's, and the RQ's or the SRQ's), so that no count
+    /// is in the middle of its load and store.
+    pub(crate) fn retire_counters(&self) {
+        let _sq = self.sq_ci.lock();
+        let _recv = match &self.srq {
+            Some(srq) => srq.ci.lock(),
+            None => self.rq_ci.lock(),
+        };
+        self.counters.retire();
+    }
 }
+
+/// The guard of a queue's consumer index (`sq_ci`, `rq_ci`, an SRQ's `ci`).
+pub(crate) type CiGuard<'a> =
+    kernel::sync::lock::Guard<'a, u32, kernel::sync::lock::mutex::MutexBackend>;
 
 /// Byte offsets in a QP's doorbell record (`struct srdma_qp_db`).
 pub(crate) const DB_SQ_PI: usize = 0;
@@ -142,14 +158,8 @@ pub(crate) struct SrdmaQp {
 
 impl Drop for SrdmaQp {
     fn drop(&mut self) {
-        let q = &self.shared;
-        q.alive.store(false, Ordering::Release);
-        let sq = q.sq_ci.lock();
-        let rq = match &q.srq {
-            Some(srq) => srq.ci.lock(),
-            None => q.rq_ci.lock(),
-        };
-        q.counters.retire(&sq, &rq);
+        self.shared.alive.store(false, Ordering::Release);
+        self.shared.retire_counters();
     }
 }
 
