@@ -250,8 +250,17 @@ static noinline_for_stack void fastreg(struct ib_device *ibdev, struct ib_pd *pd
 	CHECK(!ret && wc[0].status == IB_WC_SUCCESS && wc[0].opcode == IB_WC_LOCAL_INV,
 	      "fastreg: IB_WR_LOCAL_INV completes (%d, status %d)", ret, wc[0].status);
 
-	/* Registered again under the next key; the peer's SEND_WITH_INV ends it. */
-	reg_mr(b, cq, mr, "second key");
+	/*
+	 * Registered again under the next key, at an address with a tag in its upper bits as
+	 * NFS over RDMA gives it after mapping; the peer writes there, then its SEND_WITH_INV
+	 * ends the registration.
+	 */
+	mr->iova = (mr->iova & 0xffffffffULL) | (0x5eedULL << 32);
+	reg_mr(b, cq, mr, "second key, tagged iova");
+	get_random_bytes(src, 64);
+	ret = write_to(a, cq, pd, smap, 64, mr);
+	CHECK(ret == IB_WC_SUCCESS && !memcmp(p0 + head, src, 64),
+	      "fastreg: a write to the tagged iova 0x%llx lands (%d)", mr->iova, ret);
 	key = mr->rkey;
 	rsge = (struct ib_sge){ .addr = mmap, .length = 64, .lkey = pd->local_dma_lkey };
 	rwr.wr_id = 7;
