@@ -575,6 +575,23 @@ static void uc_tests(void)
 			       &rwc) &&
 	       rwc.imm_data == htonl(5) && !memcmp(A.buf + 4000, B.buf + 10000, 4000),
 	       "UC: wr_send and wr_rdma_write_imm in one batch");
+
+	/* UC has no NAKs: a write the responder refuses is dropped, the requester goes on. */
+	memset(B.buf + 20000, 0x33, 100);
+	ibv_wr_start(x);
+	x->wr_id = 62, x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, B.mr->rkey ^ 0x100, (uintptr_t)B.buf + 20000);
+	ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)A.buf, 100);
+	x->wr_id = 63;
+	ibv_wr_rdma_write(x, B.mr->rkey, (uintptr_t)B.buf + 30000);
+	ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)A.buf, 100);
+	ret = ibv_wr_complete(x);
+	ok = !ret && completes(62, IBV_WC_RDMA_WRITE, 0, -1, 0, NULL);
+	result(ok && B.buf[20000] == 0x33 && B.buf[20099] == 0x33,
+	       "UC: an RDMA WRITE with a bad rkey completes successfully and writes nothing");
+	result(ok && completes(63, IBV_WC_RDMA_WRITE, 0, -1, 0, NULL) &&
+	       !memcmp(A.buf, B.buf + 30000, 100),
+	       "UC: the QP goes on: the next write lands");
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 }

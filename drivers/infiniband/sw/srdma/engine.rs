@@ -130,7 +130,8 @@ fn wait_for_responders(q: &QpShared) {
 
 /// Takes the responder lock of the destination QP for an RDMA WRITE, READ or atomic and checks
 /// that the QP accepts it: in RTR or RTS (a QP in another state drops requests, so an RC
-/// requester times out and a UC one never learns) and with `need` among its access flags.
+/// requester times out) and with `need` among its access flags (else an RC requester gets a
+/// remote access error). A UC requester never learns of a refusal.
 /// The copy happens under the lock, which is the QP's RQ lock: moving a QP to the error state
 /// takes it before the QP's work completes as flushed, so once a kernel caller sees its
 /// registrations' invalidations flushed, no copy into its memory is running.
@@ -144,7 +145,11 @@ fn responder(dest: &Dest, requester: QpType, need: u32) -> core::result::Result<
         });
     }
     if dest.qp.attr.lock().qp_access_flags & need != need {
-        return Err(WC_REM_ACCESS_ERR);
+        return Err(if requester == QpType::Rc {
+            WC_REM_ACCESS_ERR
+        } else {
+            WC_SUCCESS
+        });
     }
     Ok(guard)
 }
@@ -398,6 +403,12 @@ fn execute(
                 Ok(r) => r,
                 Err(_) => return (WC_LOC_QP_OP_ERR, wc_op),
             };
+            // UC has no NAKs: the responder drops what it refuses, the requester never learns.
+            let refused = if q.qp_type == QpType::Rc {
+                WC_REM_ACCESS_ERR
+            } else {
+                WC_SUCCESS
+            };
             {
                 let _responder = match responder(&dest, q.qp_type, access::REMOTE_WRITE) {
                     Ok(guard) => guard,
@@ -410,10 +421,10 @@ fn execute(
                     remote.remote_addr,
                     data.len() as u64,
                 ) else {
-                    return (WC_REM_ACCESS_ERR, wc_op);
+                    return (refused, wc_op);
                 };
                 if span.write(&data).is_err() {
-                    return (WC_REM_ACCESS_ERR, wc_op);
+                    return (refused, wc_op);
                 }
             }
             match imm {

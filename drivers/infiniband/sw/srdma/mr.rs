@@ -6,6 +6,7 @@
 use crate::{
     device::SrdmaDevice,
     fastreg::{FastMr, Registration},
+    mw::WindowRef,
     params::MAX_MR_SIZE,
     table::Reservation,
 };
@@ -72,14 +73,23 @@ pub(crate) struct Span {
 
 enum Target {
     Mr(Arc<MrShared>),
+    /// An MR reached through a memory window; the copy fails if the window changes meanwhile.
+    Window(Arc<MrShared>, WindowRef),
     /// A registration of a fast-register MR; the copy fails if it is invalidated meanwhile.
     Fast(Arc<Registration>),
 }
 
 impl Span {
-    pub(crate) fn of_mr(mr: Arc<MrShared>, offset: usize) -> Self {
+    fn of_mr(mr: Arc<MrShared>, offset: usize) -> Self {
         Self {
             target: Target::Mr(mr),
+            offset,
+        }
+    }
+
+    pub(crate) fn of_window(mr: Arc<MrShared>, offset: usize, window: WindowRef) -> Self {
+        Self {
+            target: Target::Window(mr, window),
             offset,
         }
     }
@@ -88,6 +98,7 @@ impl Span {
     pub(crate) fn read(&self, dst: &mut [u8]) -> Result {
         match &self.target {
             Target::Mr(mr) => mr.mem.read(self.offset, dst),
+            Target::Window(mr, window) => window.with(|| mr.mem.read(self.offset, dst)),
             Target::Fast(reg) => reg.read(self.offset, dst),
         }
     }
@@ -96,6 +107,7 @@ impl Span {
     pub(crate) fn write(&self, src: &[u8]) -> Result {
         match &self.target {
             Target::Mr(mr) => mr.mem.write(self.offset, src),
+            Target::Window(mr, window) => window.with(|| mr.mem.write(self.offset, src)),
             Target::Fast(reg) => reg.write(self.offset, src),
         }
     }

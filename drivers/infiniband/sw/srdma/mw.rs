@@ -74,6 +74,36 @@ struct State {
     /// The current rkey: the window's index and the key byte of the last bind.
     rkey: u32,
     binding: Option<Binding>,
+    /// Counts the changes of `binding`, so that an access knows whether what it resolved
+    /// still holds.
+    generation: u64,
+}
+
+impl State {
+    fn set(&mut self, rkey: u32, binding: Option<Binding>) {
+        self.rkey = rkey;
+        self.binding = binding;
+        self.generation = self.generation.wrapping_add(1);
+    }
+}
+
+/// What an access through a window resolved: the window as it was bound then.
+pub(crate) struct WindowRef {
+    mw: Arc<MwShared>,
+    generation: u64,
+}
+
+impl WindowRef {
+    /// Runs `copy` if the window is still bound as it was when the access was resolved, and
+    /// holds it so until `copy` returns: a bind, an invalidation or the window's deallocation
+    /// waits, so once it has completed no copy through the old binding is running.
+    pub(crate) fn with<R>(&self, copy: impl FnOnce() -> Result<R>) -> Result<R> {
+        let state = self.mw.state.lock();
+        if state.generation != self.generation {
+            return Err(EFAULT);
+        }
+        copy()
+    }
 }
 
 /// What the data path needs of a window, found by key.
@@ -104,7 +134,8 @@ impl SrdmaMw {
                 state: KBox::pin_init(
                     new_mutex!(State {
                         rkey,
-                        binding: None
+                        binding: None,
+                        generation: 0,
                     }),
                     GFP_KERNEL,
                 )?,
@@ -119,7 +150,9 @@ impl SrdmaMw {
 impl Drop for SrdmaMw {
     fn drop(&mut self) {
         // The MR is free to go as soon as its window is; an access in flight still holds it.
-        self.shared.state.lock().binding = None;
+        let mut state = self.shared.state.lock();
+        let rkey = state.rkey;
+        state.set(rkey, None);
     }
 }
 
@@ -159,8 +192,7 @@ pub(crate) fn bind(
     if mw.mw_type == MwType::Type2 && state.binding.is_some() {
         return Err(Refused);
     }
-    state.rkey = b.new_rkey;
-    state.binding = binding;
+    state.set(b.new_rkey, binding);
     Ok(())
 }
 
@@ -218,7 +250,7 @@ pub(crate) fn invalidate(
     if state.rkey != rkey || (remote && !bound_here) {
         return Err(Refused);
     }
-    state.binding = None;
+    state.set(rkey, None);
     Ok(())
 }
 
@@ -255,5 +287,9 @@ pub(crate) fn resolve(
     }
     let mr = &b.mr.0;
     let offset = usize::try_from(start - mr.iova).ok()?;
-    Some(Span::of_mr(mr.clone(), offset))
+    let window = WindowRef {
+        mw: mw.clone(),
+        generation: state.generation,
+    };
+    Some(Span::of_window(mr.clone(), offset, window))
 }
