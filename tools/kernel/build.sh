@@ -10,9 +10,11 @@ build=${SRDMA_BUILD:-$cache/build}
 tarball=/usr/src/linux-source-6.12.tar.xz
 tools=${SRDMA_TOOLS:-$cache/tools}
 patches=$top/tools/kernel/patches
-fragment=$top/tools/kernel/srdma.config
-
+# The config: srdma.config, plus the fragment SRDMA_KCONFIG_EXTRA names (debug builds, in
+# their own SRDMA_BUILD: e.g. tools/kernel/lockdep.config).
 mkdir -p "$cache" "$build"
+fragment=$build/.srdma-fragment.want
+cat "$top/tools/kernel/srdma.config" ${SRDMA_KCONFIG_EXTRA:+"$SRDMA_KCONFIG_EXTRA"} > "$fragment"
 
 # 1. Unpack Debian's source once.
 if [ ! -f "$src/.srdma-unpacked" ]; then
@@ -61,7 +63,7 @@ kmake=(make -C "$src" O="$build" LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/
 
 # 4. Configure when the fragment changed: tinyconfig + fragment + olddefconfig.
 if ! cmp -s "$fragment" "$build/.srdma-fragment"; then
-	echo "kernel: configuring (tinyconfig + $(basename "$fragment"))"
+	echo "kernel: configuring (tinyconfig + srdma.config${SRDMA_KCONFIG_EXTRA:+ + $SRDMA_KCONFIG_EXTRA})"
 	"${kmake[@]}" -s tinyconfig >/dev/null
 	(cd "$build" && KCONFIG_CONFIG=.config "$src/scripts/kconfig/merge_config.sh" -m -O "$build" .config "$fragment" >/dev/null)
 	"${kmake[@]}" -s olddefconfig >/dev/null
