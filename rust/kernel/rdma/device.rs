@@ -167,6 +167,12 @@ impl<T: Driver> Device<T> {
                 let a = addr_of_mut!((*h).sysfs_attrs[i]);
                 (*a).attr.name = name.as_char_ptr();
                 (*a).attr.mode = if T::HAS_SYSFS_STORE { 0o644 } else { 0o444 };
+                // What `sysfs_attr_init` does for attributes outside static storage: lockdep
+                // needs a static key for the file's lock.
+                #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
+                {
+                    (*a).attr.key = crate::static_lock_class!().as_ptr();
+                }
                 (*a).show = Some(sysfs_show::<T>);
                 if T::HAS_SYSFS_STORE {
                     (*a).store = Some(sysfs_store::<T>);
