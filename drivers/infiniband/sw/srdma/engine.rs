@@ -491,7 +491,7 @@ fn invalidate(
     q: &Arc<QpShared>,
     rkey: u32,
     remote: bool,
-) -> core::result::Result<(), mw::Refused> {
+) -> core::result::Result<(), crate::mr::Denied> {
     if mw::is_window_key(rkey) {
         mw::invalidate(dev, q, rkey, remote)
     } else {

@@ -8,7 +8,11 @@
 //! the one it resolved, and copies under its lock, so once an invalidation has completed no
 //! copy touches the pages any more and the caller may unmap them.
 
-use crate::{device::SrdmaDevice, mr::MrMem, mw::Refused, params::MAX_FAST_REG_PAGES};
+use crate::{
+    device::SrdmaDevice,
+    mr::{Denied, MrMem},
+    params::MAX_FAST_REG_PAGES,
+};
 use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
@@ -101,42 +105,42 @@ impl FastMr {
         access: u32,
         iova: u64,
         length: u64,
-    ) -> core::result::Result<(), Refused> {
+    ) -> core::result::Result<(), Denied> {
         let mut current = self.current.lock();
         if current.is_some() {
-            return Err(Refused);
+            return Err(Denied);
         }
-        let mut pages = KVec::with_capacity(self.max_pages, GFP_KERNEL).map_err(|_| Refused)?;
+        let mut pages = KVec::with_capacity(self.max_pages, GFP_KERNEL).map_err(|_| Denied)?;
         let (mapped_iova, mapped_length, page_size) = {
             let m = self.mapped.lock();
             // Within the capacity just reserved: no allocation under the spinlock.
             pages
                 .extend_from_slice(&m.pages[..m.n], GFP_ATOMIC)
-                .map_err(|_| Refused)?;
+                .map_err(|_| Denied)?;
             (m.iova, m.length, m.page_size)
         };
         if pages.is_empty() || page_size == 0 || length > mapped_length {
-            return Err(Refused);
+            return Err(Denied);
         }
         // The first mapped byte lies this far into the first page, whatever `iova` says.
         let first = mapped_iova & (page_size - 1);
         let reg = Registration {
             mem: self.mem.clone(),
             pages,
-            base: iova.checked_sub(first).ok_or(Refused)?,
+            base: iova.checked_sub(first).ok_or(Denied)?,
             iova,
             length,
             page_size,
             key,
             access,
-            valid: KBox::pin_init(new_mutex!(true), GFP_KERNEL).map_err(|_| Refused)?,
+            valid: KBox::pin_init(new_mutex!(true), GFP_KERNEL).map_err(|_| Denied)?,
         };
-        *current = Some(Arc::new(reg, GFP_KERNEL).map_err(|_| Refused)?);
+        *current = Some(Arc::new(reg, GFP_KERNEL).map_err(|_| Denied)?);
         Ok(())
     }
 
     /// Ends the registration under `key`.
-    fn invalidate(&self, key: u32) -> core::result::Result<(), Refused> {
+    fn invalidate(&self, key: u32) -> core::result::Result<(), Denied> {
         let mut current = self.current.lock();
         match &*current {
             Some(reg) if reg.key == key => {
@@ -145,7 +149,7 @@ impl FastMr {
                 *current = None;
                 Ok(())
             }
-            _ => Err(Refused),
+            _ => Err(Denied),
         }
     }
 
@@ -243,19 +247,19 @@ pub(crate) fn register(
     dev: &Device<SrdmaDevice>,
     pd_id: u32,
     b: &srdma_wqe_bind,
-) -> core::result::Result<(), Refused> {
+) -> core::result::Result<(), Denied> {
     let (lkey, key, access) = (b.mr_lkey, b.new_rkey, b.access);
     let writable = access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
     if key >> 8 != lkey >> 8
         || access & !FAST_REG_ACCESS != 0
         || (writable && access & access::LOCAL_WRITE == 0)
     {
-        return Err(Refused);
+        return Err(Denied);
     }
-    let mr = lookup(dev, lkey, pd_id).ok_or(Refused)?;
+    let mr = lookup(dev, lkey, pd_id).ok_or(Denied)?;
     match &mr.mem {
         MrMem::Fast(fast) => fast.register(key, access, b.addr, b.length),
-        _ => Err(Refused),
+        _ => Err(Denied),
     }
 }
 
@@ -265,10 +269,10 @@ pub(crate) fn invalidate(
     dev: &Device<SrdmaDevice>,
     pd_id: u32,
     key: u32,
-) -> core::result::Result<(), Refused> {
-    let mr = lookup(dev, key, pd_id).ok_or(Refused)?;
+) -> core::result::Result<(), Denied> {
+    let mr = lookup(dev, key, pd_id).ok_or(Denied)?;
     match &mr.mem {
         MrMem::Fast(fast) => fast.invalidate(key),
-        _ => Err(Refused),
+        _ => Err(Denied),
     }
 }

@@ -35,6 +35,11 @@ const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
     | access::MW_BIND
     | access::OPTIONAL;
 
+/// Why a bind, a registration or an invalidation was denied (the engine turns it into a
+/// completion status).
+#[derive(Debug)]
+pub(crate) struct Denied;
+
 /// The memory behind an MR.
 pub(crate) enum MrMem {
     /// Pinned user pages.

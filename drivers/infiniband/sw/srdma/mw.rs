@@ -10,7 +10,7 @@
 
 use crate::{
     device::SrdmaDevice,
-    mr::{MrShared, Span},
+    mr::{Denied, MrShared, Span},
     qp::QpShared,
     table::Reservation,
 };
@@ -35,10 +35,6 @@ const WINDOW_ACCESS: u32 = access::REMOTE_READ
     | access::ZERO_BASED
     | access::LOCAL_WRITE
     | access::MW_BIND;
-
-/// Why a bind or an invalidation was refused (the engine turns it into a completion status).
-#[derive(Debug)]
-pub(crate) struct Refused;
 
 /// A reference to an MR that counts as a window bound to it, so that the MR cannot be
 /// deregistered meanwhile.
@@ -173,16 +169,16 @@ pub(crate) fn bind(
     dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     b: &srdma_wqe_bind,
-) -> core::result::Result<(), Refused> {
-    let mw = lookup(dev, b.mw_rkey).ok_or(Refused)?;
+) -> core::result::Result<(), Denied> {
+    let mw = lookup(dev, b.mw_rkey).ok_or(Denied)?;
     // The new rkey names the same window; only its key byte is the consumer's.
     if mw.pd_id != q.pd_id || b.new_rkey >> 8 != b.mw_rkey >> 8 || b.access & !WINDOW_ACCESS != 0 {
-        return Err(Refused);
+        return Err(Denied);
     }
     let binding = if b.length == 0 {
         // Type 1 windows are unbound so; type 2 windows need an invalidation.
         if mw.mw_type == MwType::Type2 {
-            return Err(Refused);
+            return Err(Denied);
         }
         None
     } else {
@@ -190,7 +186,7 @@ pub(crate) fn bind(
     };
     let mut state = mw.state.lock();
     if mw.mw_type == MwType::Type2 && state.binding.is_some() {
-        return Err(Refused);
+        return Err(Denied);
     }
     state.set(b.new_rkey, binding);
     Ok(())
@@ -201,24 +197,24 @@ fn new_binding(
     q: &Arc<QpShared>,
     mw: &MwShared,
     b: &srdma_wqe_bind,
-) -> core::result::Result<Binding, Refused> {
+) -> core::result::Result<Binding, Denied> {
     if mw.mw_type == MwType::Type1 && b.access & access::ZERO_BASED != 0 {
-        return Err(Refused);
+        return Err(Denied);
     }
     if b.mr_lkey & 0xff != 0 || is_window_key(b.mr_lkey) {
-        return Err(Refused);
+        return Err(Denied);
     }
-    let mr = dev.mrs().lock().get(b.mr_lkey >> 8).ok_or(Refused)?;
+    let mr = dev.mrs().lock().get(b.mr_lkey >> 8).ok_or(Denied)?;
     let writable = b.access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
     if mr.pd_id != q.pd_id
         || mr.access & access::MW_BIND == 0
         || (writable && mr.access & access::LOCAL_WRITE == 0)
     {
-        return Err(Refused);
+        return Err(Denied);
     }
-    let end = b.addr.checked_add(b.length).ok_or(Refused)?;
-    if b.addr < mr.iova || end > mr.iova.checked_add(mr.length).ok_or(Refused)? {
-        return Err(Refused);
+    let end = b.addr.checked_add(b.length).ok_or(Denied)?;
+    if b.addr < mr.iova || end > mr.iova.checked_add(mr.length).ok_or(Denied)? {
+        return Err(Denied);
     }
     Ok(Binding {
         mr: BoundMr::new(mr),
@@ -237,18 +233,18 @@ pub(crate) fn invalidate(
     q: &Arc<QpShared>,
     rkey: u32,
     remote: bool,
-) -> core::result::Result<(), Refused> {
-    let mw = lookup(dev, rkey).ok_or(Refused)?;
+) -> core::result::Result<(), Denied> {
+    let mw = lookup(dev, rkey).ok_or(Denied)?;
     if mw.mw_type != MwType::Type2 || mw.pd_id != q.pd_id {
-        return Err(Refused);
+        return Err(Denied);
     }
     let mut state = mw.state.lock();
     let bound_here = match &state.binding {
         Some(b) => b.qp.as_ref().is_some_and(|bq| Arc::ptr_eq(bq, q)),
-        None => return Err(Refused),
+        None => return Err(Denied),
     };
     if state.rkey != rkey || (remote && !bound_here) {
-        return Err(Refused);
+        return Err(Denied);
     }
     state.set(rkey, None);
     Ok(())
