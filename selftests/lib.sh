@@ -231,6 +231,27 @@ fold_tap() {
 	done
 }
 
+# c_tap PREFIX SECONDS NAME ARGS...: builds selftests/NAME.c against libibverbs (warnings are
+# errors), runs it with ARGS for at most SECONDS and folds its TAP into this test's under PREFIX.
+c_tap() {
+	local prefix=$1 secs=$2 name=$3 dir
+	shift 3
+	dir=$(mktemp -d)
+	if cc -O2 -Wall -Werror -o "$dir/$name" "$(dirname "${BASH_SOURCE[0]}")/$name.c" -libverbs; then
+		fold_tap "$prefix" < <(timeout "$secs" "$dir/$name" "$@" 2>&1)
+	else
+		fail "build $name.c"
+	fi
+	rm -rf "$dir"
+}
+
+# no_user_qps_left: checks that the processes left no QP on the srdma devices (ib_mad's GSI
+# QPs, comm [ib_core], belong to the devices).
+no_user_qps_left() {
+	check "rdma res: nothing left" \
+		eval '[ -z "$(rdma res show qp 2>/dev/null | grep srdma_ | grep -v "comm \[ib_core\]")" ]'
+}
+
 # srdma_pair: srdma_a on sd0 (10.51.0.1) and srdma_b on sd1 (10.51.0.2), a veth pair whose two
 # local addresses talk to each other (accept_local: ib_core resolves the path); removed when
 # the script exits. Skips the whole script if they cannot be made.

@@ -95,6 +95,6 @@ if cc -O2 -Wall -Wno-unused-result -o "$fuzz" "$(dirname "$0")/srdma_fuzz.c" -li
 else
 	fail "build srdma_fuzz.c"
 fi
-check "rdma res: nothing left" eval '[ -z "$(rdma res show qp 2>/dev/null | grep srdma_ | grep -v "comm \[ib_core\]")" ]'
+no_user_qps_left
 
 finish

@@ -258,34 +258,23 @@ def write_markdown(d, path):
             L.append("| " + " | ".join(row) + " |")
     L.append("")
 
-    for test in [t for t in LAT_TESTS if t in d.tests]:
+    # One table per test: every size and device, the fields of its kind.
+    lat_headers = ["typical µs", "average µs", "99% µs", "99.9% µs"]
+    bw_headers = ["BW average MB/s", "message rate Mpps"]
+    tables = [(t, LAT_FIELDS, lat_headers) for t in LAT_TESTS]
+    tables += [(t, BW_FIELDS, bw_headers) for t in BW_TESTS]
+    for test, fields, headers in [t for t in tables if t[0] in d.tests]:
         L.append(f"## {test}")
         L.append("")
-        L.append("| Size | Device | typical µs | average µs | 99% µs | 99.9% µs |")
-        L.append("|---|---|---|---|---|---|")
+        L.append("| Size | Device | " + " | ".join(headers) + " |")
+        L.append("|---|---|" + "---|" * len(headers))
         for size in d.sizes:
             for v in d.variants:
                 row = [size_name(size), v]
                 if not d.runs.get((v, test, "sge", size)):
-                    row += [f"n/a ({d.why(v, test, size)})", "", "", ""]
+                    row += [f"n/a ({d.why(v, test, size)})"] + [""] * (len(headers) - 1)
                 else:
-                    for field in LAT_FIELDS:
-                        row.append(cell(*d.fig(v, test, size, field)))
-                L.append("| " + " | ".join(row) + " |")
-        L.append("")
-    for test in [t for t in BW_TESTS if t in d.tests]:
-        L.append(f"## {test}")
-        L.append("")
-        L.append("| Size | Device | BW average MB/s | message rate Mpps |")
-        L.append("|---|---|---|---|")
-        for size in d.sizes:
-            for v in d.variants:
-                row = [size_name(size), v]
-                if not d.runs.get((v, test, "sge", size)):
-                    row += [f"n/a ({d.why(v, test, size)})", ""]
-                else:
-                    row.append(cell(*d.fig(v, test, size, "bw")))
-                    row.append(cell(*d.fig(v, test, size, "mpps")))
+                    row += [cell(*d.fig(v, test, size, f)) for f in fields]
                 L.append("| " + " | ".join(row) + " |")
         L.append("")
 

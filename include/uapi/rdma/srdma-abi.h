@@ -91,7 +91,6 @@ struct srdma_alloc_ucontext_resp {
 	struct srdma_db_loc ctx_db;	/* the context record, in poll mode */
 };
 
-
 /*
  * Response of create_cq and resize_cq. The ring (cqe_cnt entries of cqe_size bytes) is mmap'ed
  * at ring_mmap_key. After a resize, the CQEs not yet consumed start at index 0 of the new ring

@@ -450,7 +450,7 @@ impl<T: Driver> Drop for DriverGuard<T> {
 /// # Safety
 ///
 /// `dev` must be the `struct device` of a live device of `T` and `attr` one of its
-/// [`Driver::SYSFS_ATTRS`] set up by `Unregistered::register`.
+/// [`Driver::SYSFS_ATTRS`] set up by `init_sysfs`.
 unsafe fn sysfs_target<'a, T: Driver>(
     dev: *mut bindings::device,
     attr: *mut bindings::device_attribute,
@@ -469,7 +469,7 @@ unsafe fn sysfs_target<'a, T: Driver>(
 
 /// # Safety
 ///
-/// Called by sysfs for an attribute that `Unregistered::register` set up, with a buffer of
+/// Called by sysfs for an attribute that `init_sysfs` set up, with a buffer of
 /// `PAGE_SIZE` bytes.
 unsafe extern "C" fn sysfs_show<T: Driver>(
     dev: *mut bindings::device,
@@ -488,7 +488,7 @@ unsafe extern "C" fn sysfs_show<T: Driver>(
 
 /// # Safety
 ///
-/// Called by sysfs for an attribute that `Unregistered::register` set up, with `count` bytes
+/// Called by sysfs for an attribute that `init_sysfs` set up, with `count` bytes
 /// at `buf`.
 unsafe extern "C" fn sysfs_store<T: Driver>(
     dev: *mut bindings::device,

@@ -15,13 +15,15 @@ use core::ptr::{null_mut, read_volatile};
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 use libc::c_int;
 
-// Byte offsets in the doorbell records (`struct srdma_qp_db`, `struct srdma_cq_db`).
+// Byte offsets in the doorbell records (`struct srdma_qp_db`, `struct srdma_cq_db`,
+// `struct srdma_ctx_db`).
 pub(crate) const DB_SQ_PI: usize = 0;
 const DB_RQ_PI: usize = 4;
 pub(crate) const DB_SQ_CI: usize = 8;
 const DB_RQ_CI: usize = 12;
 const DB_CQ_CI: usize = 0;
 const DB_CQ_ARM: usize = 4;
+const DB_CTX_FLAGS: usize = 0;
 
 const SGE: usize = SRDMA_SGE_SIZE as usize;
 const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;
@@ -194,7 +196,7 @@ pub(crate) unsafe fn ring_doorbell(ibqp: *mut ibv_qp, db_pi: &AtomicU32, pi: u32
         // Pairs with the poller's barrier between setting the flag and its last look.
         fence(Ordering::SeqCst);
         // SAFETY: The context record is mapped while the context exists.
-        let flags = unsafe { db_word(ctx.state.ctx_db as *mut u8, 0) };
+        let flags = unsafe { db_word(ctx.state.ctx_db as *mut u8, DB_CTX_FLAGS) };
         if flags.load(Ordering::Relaxed) & SRDMA_CTX_NEED_WAKEUP == 0 {
             return 0;
         }

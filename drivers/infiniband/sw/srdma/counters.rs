@@ -213,7 +213,7 @@ impl Counters {
         for (c, v) in self.v.iter().enumerate() {
             let n = v.swap(0, Ordering::Relaxed);
             if n != 0 {
-                to.v[c].fetch_add(n, Ordering::Relaxed);
+                to.0.v[c].fetch_add(n, Ordering::Relaxed);
             }
         }
     }
@@ -226,29 +226,14 @@ impl Counters {
     }
 }
 
-/// Counters that any context may add to, with an atomic add each: for rare events and for
-/// counts kept on behalf of others.
-#[repr(align(64))]
-struct SharedCounters {
-    v: [AtomicU64; NUM],
-}
+/// A block of counters that any context may add to, with an atomic add each: for rare events
+/// and for counts kept on behalf of others.
+struct SharedCounters(Counters);
 
 impl SharedCounters {
-    fn new() -> Self {
-        Self {
-            v: core::array::from_fn(|_| AtomicU64::new(0)),
-        }
-    }
-
     fn add(&self, c: Counter, n: u64) {
         if crate::params::COUNTING {
-            self.v[c as usize].fetch_add(n, Ordering::Relaxed);
-        }
-    }
-
-    fn sum_into(&self, values: &mut [u64]) {
-        for (v, c) in values.iter_mut().zip(self.v.iter()) {
-            *v = v.wrapping_add(c.load(Ordering::Relaxed));
+            self.0.v[c as usize].fetch_add(n, Ordering::Relaxed);
         }
     }
 }
@@ -266,7 +251,7 @@ impl DeviceCounters {
     pub(crate) fn new() -> Result<Arc<Self>> {
         Ok(Arc::new(
             Self {
-                retired: SharedCounters::new(),
+                retired: SharedCounters(Counters::new()),
                 lock: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
             },
             GFP_KERNEL,
@@ -284,7 +269,7 @@ impl DeviceCounters {
     pub(crate) fn read(&self, qps: &Table<QpShared>, values: &mut [u64]) {
         values.fill(0);
         let _guard = self.lock.lock();
-        self.retired.sum_into(values);
+        self.retired.0.sum_into(values);
         qps.lock()
             .for_each(|q: &QpShared| q.counters.sum_into(values));
     }

@@ -5,8 +5,7 @@
 use crate::params::*;
 use crate::{
     ah::SrdmaAh,
-    counters::Counter,
-    counters::{DeviceCounters, DESCS},
+    counters::{Counter, DeviceCounters, DESCS},
     cq::SrdmaCq,
     doorbell::{new_pool, DbPool},
     mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},

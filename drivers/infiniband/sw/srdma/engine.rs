@@ -36,6 +36,9 @@ use kernel::{
     time::Ktime,
 };
 
+/// Where the remote, datagram or bind segment of an SQ WQE starts.
+pub(crate) const SEG: usize = core::mem::size_of::<srdma_wqe_ctrl>();
+
 // `enum ib_uverbs_wr_opcode`.
 const WR_RDMA_WRITE: u8 = 0;
 const WR_RDMA_WRITE_WITH_IMM: u8 = 1;
@@ -128,6 +131,16 @@ fn wait_for_responders(q: &QpShared) {
     drop(q.rq_ci.lock());
 }
 
+/// The status a requester of type `requester` completes with when the responder fails the
+/// request with `status`: UC has no acknowledgements, so a UC requester never learns.
+fn seen_by(requester: QpType, status: u32) -> u32 {
+    if requester == QpType::Rc {
+        status
+    } else {
+        WC_SUCCESS
+    }
+}
+
 /// Takes the responder lock of the destination QP for an RDMA WRITE, READ or atomic and checks
 /// that the QP accepts it: in RTR or RTS (a QP in another state drops requests, so an RC
 /// requester times out) and with `need` among its access flags (else an RC requester gets a
@@ -138,18 +151,10 @@ fn wait_for_responders(q: &QpShared) {
 fn responder(dest: &Dest, requester: QpType, need: u32) -> core::result::Result<CiGuard<'_>, u32> {
     let guard = dest.qp.rq_ci.lock();
     if !matches!(dest.qp.state(), QpState::Rtr | QpState::Rts) {
-        return Err(if requester == QpType::Rc {
-            WC_RETRY_EXC_ERR
-        } else {
-            WC_SUCCESS
-        });
+        return Err(seen_by(requester, WC_RETRY_EXC_ERR));
     }
     if dest.qp.attr.lock().qp_access_flags & need != need {
-        return Err(if requester == QpType::Rc {
-            WC_REM_ACCESS_ERR
-        } else {
-            WC_SUCCESS
-        });
+        return Err(seen_by(requester, WC_REM_ACCESS_ERR));
     }
     Ok(guard)
 }
@@ -164,13 +169,13 @@ fn resolve_remote(dest: &Dest, rkey: u32, need: u32, addr: u64, len: u64) -> Opt
     }
 }
 
-/// A producer index beyond the ring (`queue`: "SQ" or "RQ") is garbage the process wrote: the
-/// QP enters the error state.
-fn bad_producer_index(q: &QpShared, queue: &str) {
-    let counters = if queue == "SQ" {
-        &q.counters.send
+/// A producer index beyond the ring (the SQ's if `send`, else the RQ's) is garbage the
+/// process wrote: the QP enters the error state.
+fn bad_producer_index(q: &QpShared, send: bool) {
+    let (counters, queue) = if send {
+        (&q.counters.send, "SQ")
     } else {
-        &q.counters.recv
+        (&q.counters.recv, "RQ")
     };
     counters.inc(Counter::RingErrors);
     if warn_allowed() {
@@ -277,7 +282,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
     let pi = db.load(DB_SQ_PI)?;
     let pending = pi.wrapping_sub(*ci);
     if pending > q.sq.wqe_cnt {
-        bad_producer_index(q, "SQ");
+        bad_producer_index(q, true);
         return Err(EINVAL);
     }
     q.counters.send.doorbell(pending);
@@ -382,12 +387,7 @@ fn execute(
     q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
     let Some(dest) = dest else {
         // RC retries until it gives up; UC does not know.
-        let status = if q.qp_type == QpType::Rc {
-            WC_RETRY_EXC_ERR
-        } else {
-            WC_SUCCESS
-        };
-        return (status, wc_op);
+        return (seen_by(q.qp_type, WC_RETRY_EXC_ERR), wc_op);
     };
     let imm =
         matches!(ctrl.opcode, WR_SEND_WITH_IMM | WR_RDMA_WRITE_WITH_IMM).then_some(ctrl.imm_data);
@@ -399,16 +399,11 @@ fn execute(
             deliver(&dest, &m)
         }
         _ => {
-            let remote: srdma_wqe_remote = match q.sq.mem.read_obj(off + 32) {
+            let remote: srdma_wqe_remote = match q.sq.mem.read_obj(off + SEG) {
                 Ok(r) => r,
                 Err(_) => return (WC_LOC_QP_OP_ERR, wc_op),
             };
-            // UC has no NAKs: the responder drops what it refuses, the requester never learns.
-            let refused = if q.qp_type == QpType::Rc {
-                WC_REM_ACCESS_ERR
-            } else {
-                WC_SUCCESS
-            };
+            let refused = seen_by(q.qp_type, WC_REM_ACCESS_ERR);
             {
                 let _responder = match responder(&dest, q.qp_type, access::REMOTE_WRITE) {
                     Ok(guard) => guard,
@@ -469,7 +464,7 @@ fn memory_op(
         };
     }
     // Binds and registrations name their memory in the bind segment.
-    let Ok(b) = q.sq.mem.read_obj::<srdma_wqe_bind>(off + 32) else {
+    let Ok(b) = q.sq.mem.read_obj::<srdma_wqe_bind>(off + SEG) else {
         return WC_LOC_QP_OP_ERR;
     };
     if ctrl.opcode == KWR_REG_MR {
@@ -511,7 +506,7 @@ fn send_ud(
     if !matches!(ctrl.opcode, WR_SEND | WR_SEND_WITH_IMM) {
         return WC_LOC_QP_OP_ERR;
     }
-    let Ok(ud) = q.sq.mem.read_obj::<srdma_wqe_ud>(off + 32) else {
+    let Ok(ud) = q.sq.mem.read_obj::<srdma_wqe_ud>(off + SEG) else {
         return WC_LOC_QP_OP_ERR;
     };
     let data = match gather(dev, q, off, ctrl) {
@@ -609,7 +604,7 @@ fn read_or_atomic(
     if total > u64::from(MAX_MSG_SZ) {
         return WC_LOC_LEN_ERR;
     }
-    let Ok(remote) = q.sq.mem.read_obj::<srdma_wqe_remote>(off + 32) else {
+    let Ok(remote) = q.sq.mem.read_obj::<srdma_wqe_remote>(off + SEG) else {
         return WC_LOC_QP_OP_ERR;
     };
     let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
@@ -789,7 +784,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
         return Err(Refused::Rnr(d.attr.lock().min_rnr_timer));
     }
     if pending > rq.wqe_cnt {
-        bad_producer_index(d, "RQ");
+        bad_producer_index(d, false);
         return Err(Refused::Unreachable);
     }
     let off = (*ci & (rq.wqe_cnt - 1)) as usize * rq.wqe_size as usize;

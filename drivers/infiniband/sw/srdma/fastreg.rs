@@ -122,12 +122,11 @@ impl FastMr {
         if pages.is_empty() || page_size == 0 || length > mapped_length {
             return Err(Denied);
         }
-        // The first mapped byte lies this far into the first page, whatever `iova` says.
-        let first = mapped_iova & (page_size - 1);
         let reg = Registration {
             mem: self.mem.clone(),
             pages,
-            base: iova.checked_sub(first).ok_or(Denied)?,
+            // The first mapped byte lies this far into the first page, whatever `iova` says.
+            first: mapped_iova & (page_size - 1),
             iova,
             length,
             page_size,
@@ -170,11 +169,11 @@ impl Drop for FastMr {
 }
 
 /// One registration of a fast-register MR: pages of `page_size` bytes that map the addresses
-/// `iova..iova + length`, starting from `base`, the page boundary below `iova`.
+/// `iova..iova + length`, the byte at `iova` lying `first` bytes into the first page.
 pub(crate) struct Registration {
     mem: DmaMemory,
     pages: KVec<u64>,
-    base: u64,
+    first: u64,
     iova: u64,
     length: u64,
     page_size: u64,
@@ -186,7 +185,7 @@ pub(crate) struct Registration {
 
 impl Registration {
     /// Checks an access of `len` bytes at `addr` under `key` with rights `need`; returns its
-    /// offset from `base`.
+    /// offset from the start of the first page.
     pub(crate) fn check(&self, key: u32, need: u32, addr: u64, len: u64) -> Option<usize> {
         if key != self.key || self.access & need != need {
             return None;
@@ -195,11 +194,11 @@ impl Registration {
         if addr < self.iova || end > self.iova.checked_add(self.length)? {
             return None;
         }
-        usize::try_from(addr - self.base).ok()
+        usize::try_from(addr - self.iova + self.first).ok()
     }
 
     /// Calls `f` with the kernel virtual address and the part of the copy of each piece of
-    /// `len` bytes at `offset` (from `base`) that lies within one page.
+    /// `len` bytes at `offset` (from the start of the first page) that lies within one page.
     fn copy(
         &self,
         offset: usize,

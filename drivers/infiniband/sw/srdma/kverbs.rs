@@ -9,6 +9,7 @@
 
 use crate::{
     device::SrdmaDevice,
+    engine::SEG,
     params::MAX_INLINE_DATA,
     qp::{QpShared, Ring, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
 };
@@ -29,8 +30,6 @@ use kernel::{
 const HDR: usize = SRDMA_SQ_WQE_HDR_SIZE as usize;
 const SGE: usize = SRDMA_SGE_SIZE as usize;
 const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;
-/// The remote or UD segment follows the control segment.
-const SEG: usize = core::mem::size_of::<srdma_wqe_ctrl>();
 
 type SendWr<'a> = kernel::rdma::wr::SendWr<'a, SrdmaDevice>;
 

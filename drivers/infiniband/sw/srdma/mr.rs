@@ -168,7 +168,7 @@ pub(crate) struct MrShared {
 /// srdma's part of a memory region.
 pub(crate) struct SrdmaMr {
     _key: Reservation<MrShared>,
-    pub(crate) shared: Arc<MrShared>,
+    shared: Arc<MrShared>,
 }
 
 impl SrdmaMr {

@@ -44,6 +44,7 @@ pub(crate) const VENDOR_PART_ID: u32 = 0x5352;
 pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
 /// Supported page sizes: 4 KiB to 2 GiB.
 pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
+
 kernel::module_param_uint!(
     DOORBELL_MODE,
     "srdma",
@@ -66,6 +67,7 @@ pub(crate) fn default_doorbell_mode() -> u32 {
         }
     }
 }
+
 /// Bytes of payload an inline send carries in its WQE.
 pub(crate) const MAX_INLINE_DATA: u32 = 256;
 /// Whether the hardware counters count. Always `true`; set to `false` only to build a module

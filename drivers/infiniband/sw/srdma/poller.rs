@@ -15,6 +15,7 @@ use crate::{
     device::SrdmaDevice,
     engine,
     qp::{QpShared, DB_SQ_CI, DB_SQ_PI},
+    ucontext::CTX_FLAGS,
 };
 use core::sync::atomic::{fence, AtomicBool, Ordering};
 use kernel::{
@@ -33,8 +34,6 @@ const IDLE_NS: i64 = 200_000;
 const BATCH_NS: i64 = 2_000_000;
 /// The longest nap: how late a WQE is processed if a wake-up is lost.
 const NAP_MS: u32 = 10;
-/// Byte offset of the flags in a context record (`struct srdma_ctx_db`).
-const CTX_FLAGS: usize = 0;
 
 /// The doorbell poller of a device.
 #[pin_data]
@@ -112,21 +111,25 @@ impl Poller {
 
     /// Drops the QPs that are gone or out of RTS; returns whether any is left.
     fn prune(qps: &mut KVec<Arc<QpShared>>) -> bool {
-        if qps
-            .iter()
-            .any(|q| !q.is_alive() || q.state() != QpState::Rts)
-        {
-            let old = core::mem::take(qps);
-            for q in old.into_iter() {
-                if q.is_alive() && q.state() == QpState::Rts {
-                    // Fits: the vector had room for more.
-                    let _ = qps.push(q, GFP_KERNEL);
-                } else if let Some(ctx) = q.ctx_db.as_ref() {
-                    // Its process kicks from now on, as it would with no poller.
-                    let _ = ctx.store(CTX_FLAGS, SRDMA_CTX_NEED_WAKEUP);
-                }
+        let watched = |q: &QpShared| q.is_alive() && q.state() == QpState::Rts;
+        if qps.iter().all(|q| watched(q)) {
+            return !qps.is_empty();
+        }
+        // Without memory for the shorter list, the QPs stay until the next pass; `pass` skips
+        // those out of RTS.
+        let Ok(mut kept) = KVec::with_capacity(qps.len(), GFP_KERNEL) else {
+            return true;
+        };
+        for q in core::mem::take(qps).into_iter() {
+            if watched(&q) {
+                // Within the capacity reserved above: no allocation, no failure.
+                let _ = kept.push(q, GFP_KERNEL);
+            } else if let Some(ctx) = q.ctx_db.as_ref() {
+                // Its process kicks from now on, as it would with no poller.
+                let _ = ctx.store(CTX_FLAGS, SRDMA_CTX_NEED_WAKEUP);
             }
         }
+        *qps = kept;
         !qps.is_empty()
     }
 

@@ -21,6 +21,9 @@ use kernel::{
     sync::Arc,
 };
 
+/// Byte offset of the flags in a context record (`struct srdma_ctx_db`).
+pub(crate) const CTX_FLAGS: usize = 0;
+
 /// srdma's part of a user context.
 pub(crate) struct SrdmaUcontext {
     /// The doorbell pages of the process.
@@ -57,7 +60,7 @@ impl SrdmaUcontext {
         let ctx_db = if mode == SRDMA_DB_MODE_POLL {
             let rec = DbRecord::alloc(&db, |pages| init.insert_mmap(pages).map(Some))?;
             // The process kicks until a poller watches one of its QPs.
-            rec.store(0, SRDMA_CTX_NEED_WAKEUP)?;
+            rec.store(CTX_FLAGS, SRDMA_CTX_NEED_WAKEUP)?;
             resp.ctx_db = rec.location();
             Some(Arc::new(rec, GFP_KERNEL)?)
         } else {
