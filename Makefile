@@ -10,12 +10,13 @@ OUT ?= $(CURDIR)/out
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel provider ktest vm demo check bench lint fmt install clean help
+.PHONY: all setup kernel provider ktest vm demo check fresh bench lint fmt install clean help
 all: kernel provider
 
 help:
 	@echo "make demo    build everything, boot the VM, create srdma0 and show it"
 	@echo "make check   build everything and run all tests (ends with 'N passed, N failed')"
+	@echo "make fresh   make demo, then make check, from an empty cache (SRDMA_CACHE=\$$(mktemp -d))"
 	@echo "make bench   perftest on srdma, rxe and siw in the VM: bench/results.md, bench/plot.svg"
 	@echo "             (BENCH_QUICK=1: a few minutes, results in out/bench only)"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
@@ -37,8 +38,10 @@ provider: setup
 	@mkdir -p "$(dir $(PROVIDER))"
 	@cp "$(SRDMA_CACHE)/provider-target/release/libsrdma.so" "$(PROVIDER)"
 
+# CMD is one shell command line for the guest: quoted here so that the host's shell passes it
+# whole (";", "&&", "|" and redirections run in the VM), and taken unexpanded ($(value)).
 vm: kernel provider
-	@tools/vm/run.sh $(if $(CMD),-- $(CMD))
+	@tools/vm/run.sh $(if $(CMD),--shell '$(subst ','\'',$(value CMD))')
 
 demo: kernel provider
 	@tools/vm/run.sh --timeout 600 -- $(CURDIR)/tools/demo.sh
@@ -51,6 +54,10 @@ ktest: kernel
 
 check: kernel provider ktest
 	@tools/check.sh "$(OUT)/check"
+
+# The README's promise from nothing: both commands in a throwaway cache (tools/fresh.sh).
+fresh:
+	@tools/fresh.sh
 
 # Benchmarks (bench/README.md): one VM boot, raw logs in out/bench.
 bench: kernel provider

@@ -231,18 +231,73 @@ fold_tap() {
 	done
 }
 
-# c_tap PREFIX SECONDS NAME ARGS...: builds selftests/NAME.c against libibverbs (warnings are
-# errors), runs it with ARGS for at most SECONDS and folds its TAP into this test's under PREFIX.
-c_tap() {
-	local prefix=$1 secs=$2 name=$3 dir
-	shift 3
-	dir=$(mktemp -d)
-	if cc -O2 -Wall -Werror -o "$dir/$name" "$(dirname "${BASH_SOURCE[0]}")/$name.c" -libverbs; then
-		fold_tap "$prefix" < <(timeout "$secs" "$dir/$name" "$@" 2>&1)
-	else
-		fail "build $name.c"
+# tap_verdict PREFIX STATUS SECONDS: reads the TAP a program printed on stdin, given its exit
+# STATUS (from timeout(1) run with SECONDS), and fails the test if the program did not finish
+# as it promised, whatever its printed results say: killed by the timeout or a signal, no
+# plan line, a plan that does not match the results printed, or a non-zero exit that no
+# failing result explains (exit 4 with a "1..0 # SKIP" plan is a skip).
+tap_verdict() {
+	local prefix=$1 status=$2 secs=$3 line results=0 failed=0 plan=
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) results=$((results + 1)) ;;
+		"not ok "*) results=$((results + 1)); failed=$((failed + 1)) ;;
+		"Bail out!"*) failed=$((failed + 1)) ;;
+		1..[0-9]*) plan=${line#1..}; plan=${plan%%[!0-9]*} ;;
+		esac
+	done
+	if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+		fail "$prefix: finished within $secs s" "timed out after $results results"
+	elif [ "$status" -gt 128 ]; then
+		fail "$prefix: ran to the end" "killed by signal $((status - 128)) after $results results"
+	elif [ -z "$plan" ]; then
+		fail "$prefix: printed its plan" "exit $status after $results results and no plan line"
+	elif [ "$plan" -ne "$results" ]; then
+		fail "$prefix: printed every planned result" "plan 1..$plan, $results results, exit $status"
+	elif [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && ! [ "$status.$plan" = 4.0 ]; then
+		fail "$prefix: exited 0" "exit $status with no failing result"
 	fi
-	rm -rf "$dir"
+}
+
+# tap_run PREFIX SECONDS CMD...: runs CMD, a program that prints TAP, for at most SECONDS,
+# reports its results as this test's under PREFIX and fails the test if it did not finish as
+# promised (tap_verdict). Its diagnostics are shown when something failed.
+tap_run() {
+	local prefix=$1 secs=$2 log status before=$_tap_fail
+	shift 2
+	log=$(mktemp)
+	timeout -k 5 "$secs" "$@" > "$log" 2>&1
+	status=$?
+	fold_tap "$prefix" < "$log"
+	tap_verdict "$prefix" "$status" "$secs" < "$log"
+	if [ "$_tap_fail" -gt "$before" ]; then
+		diag "$(grep -v -e '^ok ' -e '^not ok ' "$log" | tail -40)"
+	fi
+	rm -f "$log"
+}
+
+# prog NAME: builds selftests/NAME.c against libibverbs (warnings are errors) once per test
+# script and sets PROG to its path; fails the test and returns 1 if it does not build.
+_prog_dir=
+_prog_src=$(dirname "${BASH_SOURCE[0]}")
+prog() {
+	local out
+	[ -n "$_prog_dir" ] || _prog_dir=$(mktemp -d)
+	PROG=$_prog_dir/$1
+	[ -x "$PROG" ] && return 0
+	if ! out=$(cc -O2 -Wall -Werror -o "$PROG" "$_prog_src/$1.c" \
+		-libverbs -lpthread 2>&1); then
+		fail "build $1.c" "$out"
+		return 1
+	fi
+}
+
+# c_tap PREFIX SECONDS NAME ARGS...: builds selftests/NAME.c and runs it with ARGS as tap_run.
+c_tap() {
+	local prefix=$1 secs=$2
+	prog "$3" || return
+	shift 3
+	tap_run "$prefix" "$secs" "$PROG" "$@"
 }
 
 # no_user_qps_left: checks that the processes left no QP on the srdma devices (ib_mad's GSI

@@ -16,16 +16,8 @@ nonzero=$(cd "$hw" && for f in *; do
 done)
 check_eq "a new device counts nothing yet" "" "$nonzero"
 
-bin=$(mktemp -d)/srdma_counters
-if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_counters.c" -libverbs -lpthread; then
-	log=$(dirname "$bin")/counters.tap
-	timeout 300 "$bin" srdma_a srdma_b > "$log" 2>&1
-	fold_tap counters < "$log"
-	# The program's diagnostics say which counter moved how; show them when something failed.
-	grep -q -e '^not ok' -e '^Bail out' "$log" && diag "$(grep '^#' "$log")"
-else
-	fail "build srdma_counters.c"
-fi
+# The program's diagnostics say which counter moved how; tap_run shows them on a failure.
+c_tap counters 300 srdma_counters srdma_a srdma_b
 
 # `rdma statistic show link DEV/1` prints "link DEV/1 NAME VALUE NAME VALUE ...". sysfs may
 # serve values cached for a lifespan (10 ms of jiffies), so compare until they agree.

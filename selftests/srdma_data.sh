@@ -52,18 +52,8 @@ else
 	fail "rping over rdma_cm" "$(cat "$rc_out" "$rs")"
 fi
 rm -f "$rs" "$rc_out"
-bin=$(mktemp -d)/srdma_data
-if cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_data.c" -libverbs; then
-	fold_tap data < <(timeout 120 "$bin" srdma_a 2>&1)
-else
-	fail "build srdma_data.c"
-fi
-events=$(dirname "$bin")/srdma_events
-if cc -O2 -Wall -o "$events" "$(dirname "$0")/srdma_events.c" -libverbs; then
-	fold_tap events < <(timeout 120 "$events" srdma_a 2>&1)
-else
-	fail "build srdma_events.c"
-fi
+c_tap data 120 srdma_data srdma_a
+c_tap events 120 srdma_events srdma_a
 # Doorbell mode "poll": the same programs with the devices' pollers watching the doorbells.
 hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 mode=/sys/class/infiniband/srdma_a/doorbell_mode
@@ -85,16 +75,11 @@ check "poll mode: the poller woke and slept" \
 # How many posts still kick depends on timing (the poller naps when the gaps between
 # messages exceed its idle time), so the counts are shown, not asserted.
 diag "poll mode: $(($(hw srdma_a kicks) - k0)) kicks for $(($(hw srdma_a doorbells) - d0)) doorbells"
-fold_tap data-poll < <(timeout 120 "$bin" srdma_a 2>&1)
-fold_tap events-poll < <(timeout 120 "$events" srdma_a 2>&1)
+c_tap data-poll 120 srdma_data srdma_a
+c_tap events-poll 120 srdma_events srdma_a
 echo kick > "$mode"
 echo kick > /sys/class/infiniband/srdma_b/doorbell_mode
-fuzz=$(dirname "$bin")/srdma_fuzz
-if cc -O2 -Wall -Wno-unused-result -o "$fuzz" "$(dirname "$0")/srdma_fuzz.c" -libverbs; then
-	fold_tap fuzz < <(timeout 300 "$fuzz" srdma_a 3000 2>&1)
-else
-	fail "build srdma_fuzz.c"
-fi
+c_tap fuzz 300 srdma_fuzz srdma_a 3000
 no_user_qps_left
 
 finish

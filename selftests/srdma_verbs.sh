@@ -26,11 +26,8 @@ else
 	leak=0
 fi
 
-bin=$(mktemp -d)/srdma_verbs
-if ! cc -O2 -Wall -o "$bin" "$(dirname "$0")/srdma_verbs.c" -libverbs 2>&1; then
-	fail "build srdma_verbs.c"
-	finish
-fi
+prog srdma_verbs || finish
+bin=$PROG
 
 check "ibv_devices lists srdma0" sh -c 'ibv_devices | grep -q "srdma0"'
 info=$(ibv_devinfo -v -d srdma0 2>&1)
@@ -65,7 +62,7 @@ check "async event: IBV_EVENT_PORT_ACTIVE when it came back" grep -q "IBV_EVENT_
 rm -f "$events"
 
 # The objects program, its subtests folded into ours.
-fold_tap verbs < <("$bin" srdma0 2>&1)
+tap_run verbs 300 "$bin" srdma0
 
 res() { rdma res show | sed -n "s/.* $1 \([0-9]*\) .*/\1/p" | head -1; }
 check_eq "rdma res: no contexts before" 0 "$(res ctx)"
@@ -91,7 +88,8 @@ check_eq "SIGKILL: MRs released" 0 "$(res mr)"
 
 # Pinning is charged to RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK.
 if command -v setpriv >/dev/null; then
-	fold_tap memlock < <(ulimit -l 64; setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "$bin" srdma0 memlock 2>&1)
+	tap_run memlock 60 bash -c 'ulimit -l 64; exec setpriv --inh-caps=-ipc_lock \
+		--bounding-set=-ipc_lock "$0" srdma0 memlock' "$bin"
 else
 	skip "memlock: MR beyond RLIMIT_MEMLOCK" "setpriv not installed"
 fi

@@ -37,6 +37,21 @@ while read -r p f; do
 done < <(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$out/provider-test.log")
 [ "$ran" = 1 ] || result fail "provider: cargo test did not run"
 
+# The set-up from nothing, without the kernel build: tools, unpack, in-tree hooks and config in
+# a throwaway cache, so that a step that only a warm cache makes work fails here.
+if [ "${SRDMA_CHECK_FRESH:-1}" = 1 ]; then
+	echo "check: set-up from an empty cache (tools/fresh.sh --configure, log in $out/fresh.log)"
+	if "$top/tools/fresh.sh" --configure > "$out/fresh.log" 2>&1; then
+		result pass "set-up from an empty cache"
+		tail -1 "$out/fresh.log"
+	else
+		result fail "set-up from an empty cache (see $out/fresh.log)"
+		tail -20 "$out/fresh.log"
+	fi
+else
+	result skip "set-up from an empty cache (SRDMA_CHECK_FRESH=0)"
+fi
+
 echo "check: booting the VM and running the selftests (output in $out)"
 "$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 \
 	-- "$top/selftests/run_tests.sh" "$out/selftests" 2>&1 | tee "$out/selftests.tap"
@@ -51,16 +66,22 @@ for tap in "$out"/selftests/*.tap; do
 	[ -e "$tap" ] || continue
 	name=$(basename "$tap" .tap)
 	rc=$(cat "$out/selftests/$name.rc" 2>/dev/null || echo missing)
-	subfail=0
+	subfail=0 results=0 plan=
 	while IFS= read -r line; do
 		case $line in
 		"not ok "*) result fail "$name: ${line#not ok }"; subfail=1 ;;
 		"ok "*"# SKIP"*) result skip "" ;;
 		"ok "*) result pass "" ;;
+		1..[0-9]*) plan=${line#1..}; plan=${plan%%[!0-9]*}; continue ;;
+		*) continue ;;
 		esac
+		results=$((results + 1))
 	done < "$tap"
 	if [ "$rc" != 0 ] && [ "$rc" != 4 ] && [ "$subfail" = 0 ]; then
 		result fail "$name (exit $rc)"
+	elif [ "$plan" != "$results" ]; then
+		# It stopped before its plan, or printed results its plan does not count.
+		result fail "$name: plan '1..$plan', $results results"
 	fi
 done
 if ! ls "$out"/selftests/*.tap >/dev/null 2>&1; then
@@ -97,6 +118,24 @@ if [ -s "$out/dmesg.log" ]; then
 else
 	result fail "no kernel log from the VM"
 fi
+
+# `make vm CMD=...` runs the whole command line in the VM: its ";", "&&", "|", redirections and
+# quotes stay intact, and nothing of it runs on the host (whose /tmp the guest cannot see).
+probe=/tmp/srdma-vm-cmd.$$
+rm -f "$probe"
+vm_out=$out/vm-cmd.txt
+if make -s -C "$top" vm CMD="uname -r > $vm_out && echo 'two  words' | tr a-z A-Z >> $vm_out; touch $probe" \
+	> "$out/vm-cmd.log" 2>&1 &&
+	[ ! -e "$probe" ] &&
+	[ "$(cat "$vm_out" 2>/dev/null)" = "$(cat "$SRDMA_BUILD/include/config/kernel.release")
+TWO  WORDS" ]; then
+	result pass "make vm CMD: a compound command runs whole in the VM"
+else
+	result fail "make vm CMD: a compound command runs whole in the VM (see $out/vm-cmd.log)"
+	cat "$out/vm-cmd.log" "$vm_out" 2>/dev/null | tail -20
+	[ ! -e "$probe" ] || echo "check: part of CMD ran on the host: it created $probe"
+fi
+rm -f "$probe"
 
 # The benchmark's smoke run (another VM boot): it must complete; its numbers gate nothing.
 if [ "${SRDMA_CHECK_BENCH:-1}" = 1 ]; then

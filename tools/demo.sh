@@ -1,9 +1,37 @@
 #!/bin/bash
 # `make demo`, inside the VM: create an srdma device on a veth pair, show what ib_core and the
 # tools see, move data between two srdma devices and watch the counters move.
+# A step that fails is named at once and again at the end, and the demo exits non-zero.
 set -u
+failed=()
+# listening CMD: waits up to 20 s for a server to listen (CMD prints something once it does).
+listening() {
+	for _ in $(seq 200); do
+		[ -z "$(eval "$1" 2>/dev/null)" ] || return 0
+		sleep 0.1
+	done
+}
+# server_done PID NAME LOG: the server's exit status counts like a step's.
+server_done() {
+	local rc=0
+	wait "$1" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "demo: FAILED (exit $rc): the $2 server; its output:"
+		cat "$3"
+		failed+=("the $2 server")
+	fi
+}
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
+run() {
+	local rc=0
+	printf '$ %s\n' "$*"
+	"$@" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "demo: FAILED (exit $rc): $*"
+		failed+=("$*")
+	fi
+	return "$rc"
+}
 
 step "load srdma and make a veth pair (10.0.0.1 <-> 10.0.0.2)"
 run modprobe srdma
@@ -46,18 +74,20 @@ sleep 0.5
 hw=$d/ports/1/hw_counters
 echo "srdma0 counters before: rdma_recvs $(cat $hw/rdma_recvs) rdma_sends $(cat $hw/rdma_sends) sge_bytes $(cat $hw/sge_bytes) kicks $(cat $hw/kicks)"
 ibv_rc_pingpong -d srdma0 -g 1 -n 500 -s 4096 -c > /tmp/demo-srv.log 2>&1 &
-sleep 1
+srv=$!
+listening "ss -Hltn sport = :18515"
 run ibv_rc_pingpong -d srdma1 -g 1 -n 500 -s 4096 -c 10.0.0.1
-wait
+server_done "$srv" ibv_rc_pingpong /tmp/demo-srv.log
 echo "srdma0 counters after:  rdma_recvs $(cat $hw/rdma_recvs) rdma_sends $(cat $hw/rdma_sends) sge_bytes $(cat $hw/sge_bytes) kicks $(cat $hw/kicks)"
 run rdma statistic show link srdma0/1
 
 step "rdma_cm through ib_mad's GSI QP: rping between the two devices"
 modprobe rdma_ucm
 rping -s -a 10.0.0.1 -C 3 -v > /tmp/demo-rping.log 2>&1 &
-sleep 1
+srv=$!
+listening "rdma res show cm_id | grep LISTEN"
 run rping -c -a 10.0.0.1 -C 3 -v
-wait
+server_done "$srv" "rping server" /tmp/demo-rping.log
 run rdma link delete srdma1
 
 step "delete srdma0 and unload"
@@ -65,4 +95,10 @@ run rdma link delete srdma0
 run rdma dev
 run modprobe -r srdma
 echo
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "demo: ${#failed[@]} steps failed:"
+	printf '  %s\n' "${failed[@]}"
+	echo "demo: the kernel log is in ${SRDMA_VM_LOG:-the build directory (vm-dmesg.log)}"
+	exit 1
+fi
 echo "demo: done"

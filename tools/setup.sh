@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what srdma's build, VM and tests need on Debian 12; idempotent: only what is missing.
 set -euo pipefail
+trap 'rc=$?; echo "setup: failed (exit $rc) at tools/setup.sh:$LINENO: $BASH_COMMAND" >&2
+echo "setup: fix the cause above and run make again; set-up resumes where it stopped" >&2' ERR
 
 TOOLS_DIR=${SRDMA_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma/tools}
 

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Prepare the kernel tree (unpack once, overlay the checkout, apply the in-tree hooks, configure)
 # and build it incrementally.  Usage: build.sh [make targets...]
+#   build.sh --no-build: prepare and configure only (make check's set-up-from-nothing proof).
 set -euo pipefail
+# A failing step says which one, and where to look, instead of a bare make error.
+trap 'rc=$?; echo "kernel: failed (exit $rc) at tools/kernel/build.sh:$LINENO: $BASH_COMMAND" >&2' ERR
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+build_too=1
+if [ "${1:-}" = --no-build ]; then
+	build_too=0
+	shift
+fi
 cache=${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}
 src=$cache/linux-source-6.12
 build=${SRDMA_BUILD:-$cache/build}
@@ -18,6 +26,7 @@ cat "$top/tools/kernel/srdma.config" ${SRDMA_KCONFIG_EXTRA:+"$SRDMA_KCONFIG_EXTR
 
 # 1. Unpack Debian's source once.
 if [ ! -f "$src/.srdma-unpacked" ]; then
+	[ -f "$tarball" ] || { echo "kernel: $tarball is missing: run tools/setup.sh (make setup)" >&2; exit 1; }
 	echo "kernel: unpacking $tarball into $cache"
 	rm -rf "$src"
 	tar -C "$cache" -xf "$tarball"
@@ -29,7 +38,9 @@ applied=$src/.srdma-patches
 if ! diff -rq "$patches" "$applied" >/dev/null 2>&1; then
 	# Files whose content ends up unchanged keep their mtime, so they are not rebuilt.
 	saved=$(mktemp -d)
-	files=$(sed -n 's|^+++ b/||p' "$patches"/*.patch "$applied"/*.patch 2>/dev/null | sort -u)
+	# What the series touches now and what the applied copy touched (none on a fresh tree).
+	files=$(cat "$patches"/*.patch $([ -d "$applied" ] && echo "$applied"/*.patch) |
+		sed -n 's|^+++ b/||p' | sort -u)
 	for f in $files; do
 		[ -e "$src/$f" ] && mkdir -p "$saved/$(dirname "$f")" && cp -p "$src/$f" "$saved/$f"
 	done
@@ -76,6 +87,7 @@ if ! cmp -s "$fragment" "$build/.srdma-fragment"; then
 	cp "$fragment" "$build/.srdma-fragment"
 fi
 
+[ "$build_too" = 1 ] || exit 0
 if [ $# -eq 0 ]; then
 	set -- all
 fi

@@ -2,6 +2,7 @@
 # Boot the kernel built by tools/kernel/build.sh in QEMU (virtme-ng, host root filesystem) and
 # run one command in it, or an interactive shell when no command is given.
 #   run.sh [--rwdir DIR]... [--append KERNEL_ARG]... [--timeout SECONDS] [--] [COMMAND...]
+#   run.sh [OPTIONS] --shell 'SHELL COMMAND LINE'   (run whole by bash in the guest)
 # Exits with the command's status. The guest's kernel log is saved to $SRDMA_VM_LOG
 # (default: <build>/vm-dmesg.log) when the command ends.
 set -euo pipefail
@@ -16,6 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 memory=${SRDMA_VM_MEMORY:-2G}
 timeout=0
+shell=
 
 rwdirs=()  # and other options passed through to vng
 while [ $# -gt 0 ]; do
@@ -23,10 +25,15 @@ while [ $# -gt 0 ]; do
 	--rwdir) rwdirs+=(--rwdir "$2"); shift 2 ;;
 	--append) rwdirs+=(--append "$2"); shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
+	--shell) shell=$2; shift 2 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac
 done
+
+if [ -n "$shell" ]; then
+	set -- /bin/bash -c "$shell"
+fi
 
 [ -f "$build/arch/x86/boot/bzImage" ] || { echo "vm: no kernel in $build; run 'make kernel'" >&2; exit 2; }
 
