@@ -4,6 +4,7 @@
 # Runs the kselftests (selftests/), the KUnit tests and Rust doctests of the kernel crate (at
 # boot, kunit.enable=1), checks the kernel log for warnings, then the benchmark's smoke run.
 # Ends with the line "N passed, N failed, N skipped" and exits non-zero on any failure.
+# SRDMA_CHECK_TESTS="srdma_data.sh ..." runs only those kselftests (while developing).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +55,7 @@ fi
 
 echo "check: booting the VM and running the selftests (output in $out)"
 "$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 \
-	-- "$top/selftests/run_tests.sh" "$out/selftests" 2>&1 | tee "$out/selftests.tap"
+	-- "$top/selftests/run_tests.sh" "$out/selftests" ${SRDMA_CHECK_TESTS:-} 2>&1 | tee "$out/selftests.tap"
 vm_rc=${PIPESTATUS[0]}
 if [ "$vm_rc" -ne 0 ]; then
 	result fail "VM run (exit $vm_rc)"

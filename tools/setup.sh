@@ -4,7 +4,8 @@ set -euo pipefail
 trap 'rc=$?; echo "setup: failed (exit $rc) at tools/setup.sh:$LINENO: $BASH_COMMAND" >&2
 echo "setup: fix the cause above and run make again; set-up resumes where it stopped" >&2' ERR
 
-TOOLS_DIR=${SRDMA_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma/tools}
+# The same default as tools/kernel/build.sh and the Makefile: under SRDMA_CACHE.
+TOOLS_DIR=${SRDMA_TOOLS:-${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}/tools}
 
 APT_PKGS=(linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	clang-16 lld-16 llvm-16 libclang-16-dev qemu-system-x86

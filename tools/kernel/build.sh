@@ -83,7 +83,14 @@ if ! cmp -s "$fragment" "$build/.srdma-fragment"; then
 		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
 		grep -qx "$line" "$build/.config" || { echo "kernel: config did not take: $line" >&2; missing=1; }
 	done < "$fragment"
-	[ "$missing" -eq 0 ] || exit 1
+	if [ "$missing" -ne 0 ]; then
+		if ! grep -qx CONFIG_RUST=y "$build/.config"; then
+			echo "kernel: Rust is not available to the kernel build; it says:" >&2
+			"${kmake[@]}" rustavailable >&2 || true
+			echo "kernel: run tools/setup.sh (make setup) with the same SRDMA_CACHE/SRDMA_TOOLS" >&2
+		fi
+		exit 1
+	fi
 	cp "$fragment" "$build/.srdma-fragment"
 fi
 
