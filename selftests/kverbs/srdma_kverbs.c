@@ -3,8 +3,10 @@
  * Kernel callers of srdma: a module that, when loaded, creates and destroys every verbs object
  * on the device named by its "dev" parameter through the kernel verbs API (as a kernel ULP
  * would), moves data between two of its QPs with ib_post_send (inline and through SGEs),
- * registers two separate pages in a fast-register MR and writes to them through it, and prints
- * one KTAP line per check. Loading fails if any check fails.
+ * registers two separate pages in a fast-register MR and writes to them through it, drives
+ * completion-driven traffic on IB_POLL_SOFTIRQ and IB_POLL_WORKQUEUE CQs (posting from the
+ * completion handlers) and drains the QPs, and prints one KTAP line per check. Loading fails
+ * if any check fails.
  */
 #include <linux/delay.h>
 #include <linux/module.h>
@@ -44,8 +46,10 @@ static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
 	return 0;
 }
 
-static int to_rts(struct ib_qp *qp, u32 dest_qpn, union ib_gid gid)
+/* Connects qp to dest_qpn at the GID of gattr, sending from that same GID (one device). */
+static int to_rts(struct ib_qp *qp, u32 dest_qpn, const struct ib_gid_attr *gattr)
 {
+	union ib_gid gid = gattr->gid;
 	struct ib_qp_attr a = {};
 	int ret;
 
@@ -64,7 +68,7 @@ static int to_rts(struct ib_qp *qp, u32 dest_qpn, union ib_gid gid)
 	a.min_rnr_timer = 1;
 	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 	rdma_ah_set_port_num(&a.ah_attr, 1);
-	rdma_ah_set_grh(&a.ah_attr, &gid, 0, 0, 1, 0);
+	rdma_ah_set_grh(&a.ah_attr, &gid, 0, gattr->index, 1, 0);
 	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
 			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
 	if (ret)
@@ -317,6 +321,149 @@ free:
 	free_page((unsigned long)p0);
 }
 
+/*
+ * A ULP's completion-driven traffic on a CQ that ib_core polls for it (IB_POLL_SOFTIRQ or
+ * IB_POLL_WORKQUEUE): each send completion posts the next send and each receive completion
+ * posts the next receive, from the completion handler's context (softirq for the first), until
+ * POLLED_MSGS messages arrived; then ib_drain_qp on both QPs, as ULPs tear down.
+ */
+#define POLLED_MSGS 200
+#define POLLED_LEN 256
+
+struct polled {
+	struct ib_cqe send_cqe, recv_cqe;
+	struct ib_qp *a, *b;
+	struct ib_sge ssge, rsge;
+	atomic_t sends, recvs, errors;
+	bool draining;
+	struct completion done;
+	u8 *sbuf, *rbuf;
+};
+
+static int polled_post_send(struct polled *p)
+{
+	struct ib_send_wr wr = { .wr_cqe = &p->send_cqe, .sg_list = &p->ssge, .num_sge = 1,
+				 .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED };
+	const struct ib_send_wr *bad;
+
+	return ib_post_send(p->a, &wr, &bad);
+}
+
+static int polled_post_recv(struct polled *p)
+{
+	struct ib_recv_wr wr = { .wr_cqe = &p->recv_cqe, .sg_list = &p->rsge, .num_sge = 1 };
+	const struct ib_recv_wr *bad;
+
+	return ib_post_recv(p->b, &wr, &bad);
+}
+
+static void polled_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct polled *p = container_of(wc->wr_cqe, struct polled, send_cqe);
+
+	if (READ_ONCE(p->draining))
+		return;
+	if (wc->status != IB_WC_SUCCESS) {
+		atomic_inc(&p->errors);
+		complete(&p->done);
+		return;
+	}
+	if (atomic_inc_return(&p->sends) < POLLED_MSGS && polled_post_send(p))
+		atomic_inc(&p->errors);
+}
+
+static void polled_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct polled *p = container_of(wc->wr_cqe, struct polled, recv_cqe);
+
+	if (READ_ONCE(p->draining))
+		return;
+	if (wc->status != IB_WC_SUCCESS || wc->byte_len != POLLED_LEN) {
+		atomic_inc(&p->errors);
+		complete(&p->done);
+		return;
+	}
+	if (atomic_inc_return(&p->recvs) == POLLED_MSGS)
+		complete(&p->done);
+	else if (polled_post_recv(p))
+		atomic_inc(&p->errors);
+}
+
+static noinline_for_stack void polled(struct ib_device *ibdev, struct ib_pd *pd,
+				      enum ib_poll_context ctx, const char *name)
+{
+	struct ib_qp_init_attr qia = {};
+	const struct ib_gid_attr *sgid;
+	struct polled *p;
+	struct ib_cq *cq;
+	int ret, i;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	cq = ib_alloc_cq(ibdev, NULL, 64, 0, ctx);
+	sgid = rdma_get_gid_attr(ibdev, 1, 1);
+	CHECK(p && !IS_ERR(cq) && !IS_ERR(sgid), "%s: ib_alloc_cq, GID 1", name);
+	if (!p || IS_ERR(cq) || IS_ERR(sgid))
+		goto out;
+	p->sbuf = kmalloc(POLLED_LEN, GFP_KERNEL);
+	p->rbuf = kzalloc(POLLED_LEN, GFP_KERNEL);
+	if (!p->sbuf || !p->rbuf)
+		goto out;
+	get_random_bytes(p->sbuf, POLLED_LEN);
+	p->ssge = (struct ib_sge){ .addr = ib_dma_map_single(ibdev, p->sbuf, POLLED_LEN,
+							     DMA_TO_DEVICE),
+				   .length = POLLED_LEN, .lkey = pd->local_dma_lkey };
+	p->rsge = (struct ib_sge){ .addr = ib_dma_map_single(ibdev, p->rbuf, POLLED_LEN,
+							     DMA_FROM_DEVICE),
+				   .length = POLLED_LEN, .lkey = pd->local_dma_lkey };
+	p->send_cqe.done = polled_send_done;
+	p->recv_cqe.done = polled_recv_done;
+	init_completion(&p->done);
+	qia.send_cq = cq;
+	qia.recv_cq = cq;
+	qia.qp_type = IB_QPT_RC;
+	qia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	qia.cap = (struct ib_qp_cap){ .max_send_wr = 16, .max_recv_wr = 16,
+				      .max_send_sge = 1, .max_recv_sge = 1 };
+	p->a = ib_create_qp(pd, &qia);
+	p->b = ib_create_qp(pd, &qia);
+	CHECK(!IS_ERR(p->a) && !IS_ERR(p->b), "%s: two RC QPs", name);
+	if (IS_ERR(p->a) || IS_ERR(p->b))
+		goto unmap;
+	ret = to_rts(p->a, p->b->qp_num, sgid) ?: to_rts(p->b, p->a->qp_num, sgid);
+	CHECK(!ret, "%s: both QPs in RTS (%d)", name, ret);
+	for (i = 0; !ret && i < 16; i++)
+		ret = polled_post_recv(p);
+	ret = ret ?: polled_post_send(p);
+	if (!ret)
+		wait_for_completion_timeout(&p->done, 20 * HZ);
+	CHECK(!ret && atomic_read(&p->recvs) == POLLED_MSGS && !atomic_read(&p->errors),
+	      "%s: %d messages, each send and receive posted from the completion handler "
+	      "(%d sent, %d received, %d errors)", name, POLLED_MSGS, atomic_read(&p->sends),
+	      atomic_read(&p->recvs), atomic_read(&p->errors));
+	CHECK(!memcmp(p->sbuf, p->rbuf, POLLED_LEN), "%s: the bytes arrived intact", name);
+	WRITE_ONCE(p->draining, true);
+	ib_drain_qp(p->a);
+	ib_drain_qp(p->b);
+	CHECK(true, "%s: ib_drain_qp on both QPs returned", name);
+unmap:
+	if (!IS_ERR_OR_NULL(p->a))
+		ib_destroy_qp(p->a);
+	if (!IS_ERR_OR_NULL(p->b))
+		ib_destroy_qp(p->b);
+	ib_dma_unmap_single(ibdev, p->ssge.addr, POLLED_LEN, DMA_TO_DEVICE);
+	ib_dma_unmap_single(ibdev, p->rsge.addr, POLLED_LEN, DMA_FROM_DEVICE);
+out:
+	if (p) {
+		kfree(p->sbuf);
+		kfree(p->rbuf);
+	}
+	kfree(p);
+	if (!IS_ERR_OR_NULL(sgid))
+		rdma_put_gid_attr(sgid);
+	if (!IS_ERR_OR_NULL(cq))
+		ib_free_cq(cq);
+}
+
 static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 {
 	struct ib_qp_init_attr qia = {};
@@ -350,9 +497,9 @@ static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 	CHECK(!IS_ERR(a) && !IS_ERR(b), "data: two RC QPs");
 	if (IS_ERR(a) || IS_ERR(b))
 		goto put;
-	ret = to_rts(a, b->qp_num, sgid->gid);
+	ret = to_rts(a, b->qp_num, sgid);
 	CHECK(!ret, "data: QP A to RTS (%d)", ret);
-	ret = ret ?: to_rts(b, a->qp_num, sgid->gid);
+	ret = ret ?: to_rts(b, a->qp_num, sgid);
 	CHECK(!ret, "data: QP B to RTS (%d)", ret);
 	if (!ret) {
 		send_one(ibdev, pd, cq, a, b, 64, true);
@@ -464,6 +611,8 @@ static void run(struct ib_device *ibdev)
 	ib_free_cq(cq);
 	CHECK(true, "ib_free_cq");
 	data(ibdev, pd);
+	polled(ibdev, pd, IB_POLL_SOFTIRQ, "IB_POLL_SOFTIRQ");
+	polled(ibdev, pd, IB_POLL_WORKQUEUE, "IB_POLL_WORKQUEUE");
 free_pd:
 	ib_dealloc_pd(pd);
 	CHECK(true, "ib_dealloc_pd");

@@ -436,12 +436,9 @@ impl<T: Driver> Default for DriverGuard<T> {
 impl<T: Driver> Drop for DriverGuard<T> {
     fn drop(&mut self) {
         // SAFETY: Unregistering all devices with our driver ID is always allowed; ib_core
-        // waits for each unregistration, including queued ones, to finish.
+        // waits for each unregistration, including queued ones, to finish, and frees each
+        // device's data, so work a device owns has drained before the module's code goes.
         unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.as_raw()) };
-        // Work items the devices queued on the unbound system workqueue may still be pending;
-        // they run the module's code, so they finish before it goes.
-        // SAFETY: Flushing a system workqueue from process context is allowed.
-        unsafe { bindings::__flush_workqueue(bindings::system_unbound_wq) };
     }
 }
 

@@ -18,23 +18,44 @@ use crate::{
 };
 use core::{
     ptr::NonNull,
-    sync::atomic::{AtomicU32, Ordering},
+    sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering},
 };
+
+/// The atomic types through which the kernel touches [`SharedPages`].
+trait SharedAtomic: Sized {
+    /// # Safety
+    ///
+    /// `ptr` must be valid and aligned for `Self` for `'a`, and accessed only atomically.
+    unsafe fn at<'a>(ptr: *mut u8) -> &'a Self;
+}
+
+macro_rules! shared_atomic {
+    ($($t:ty),*) => {$(
+        impl SharedAtomic for $t {
+            unsafe fn at<'a>(ptr: *mut u8) -> &'a Self {
+                // SAFETY: The caller's guarantee is `from_ptr`'s.
+                unsafe { <$t>::from_ptr(ptr.cast()) }
+            }
+        }
+    )*};
+}
+shared_atomic!(AtomicU8, AtomicU32, AtomicU64);
 
 /// Zeroed, page-granular kernel memory that userspace can map.
 ///
 /// # Invariants
 ///
 /// `ptr` is a `vmalloc_user` allocation of `len` bytes (a multiple of the page size), owned by
-/// this value. Its contents may change at any time (userspace writes to it); they are only
-/// accessed through raw pointer copies and atomics.
+/// this value. Its contents may change at any time (userspace writes to it); the kernel only
+/// accesses them through atomics (never references or plain copies), so that concurrent
+/// writes from userspace are never a data race on the kernel's side.
 pub struct SharedPages {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: The memory is plain kernel memory, usable from any thread; all accesses are raw copies
-// or atomics, which tolerate concurrent writers.
+// SAFETY: The memory is plain kernel memory, usable from any thread; all accesses are atomics,
+// which tolerate concurrent writers.
 unsafe impl Send for SharedPages {}
 // SAFETY: See `Send`: shared access never creates references to the contents.
 unsafe impl Sync for SharedPages {}
@@ -77,49 +98,72 @@ impl SharedPages {
         Ok(())
     }
 
-    fn atomic_u32(&self, offset: usize) -> Result<&AtomicU32> {
-        self.check(offset, 4, 4)?;
-        // SAFETY: `offset` is in bounds and 4-byte aligned (checked); the memory lives as long
-        // as `self`, and `AtomicU32` tolerates concurrent writes from userspace.
-        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(offset).cast()) })
-    }
-
     /// Loads the `u32` at `offset` (4-byte aligned) with acquire ordering: what userspace
     /// wrote before it stored the value is visible afterwards.
     pub fn load_u32(&self, offset: usize) -> Result<u32> {
-        Ok(self.atomic_u32(offset)?.load(Ordering::Acquire))
+        Ok(self.atomic::<AtomicU32>(offset)?.load(Ordering::Acquire))
     }
 
     /// Stores `value` at `offset` (4-byte aligned) with release ordering: what the kernel wrote
     /// before is visible to userspace once it sees the value.
     pub fn store_u32(&self, offset: usize, value: u32) -> Result {
-        self.atomic_u32(offset)?.store(value, Ordering::Release);
+        self.atomic::<AtomicU32>(offset)?.store(value, Ordering::Release);
         Ok(())
     }
 
     /// Copies `dst.len()` bytes at `offset` out of the shared memory; the copy is private and
-    /// can be validated without userspace changing it underneath.
+    /// can be validated without userspace changing it underneath. Bytes that userspace writes
+    /// during the copy come out old or new, each word as one or the other.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
         self.check(offset, dst.len(), 1)?;
-        // SAFETY: The source range is in bounds (checked); a racy copy only yields some bytes.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                self.ptr.as_ptr().add(offset),
-                dst.as_mut_ptr(),
-                dst.len(),
-            )
-        };
+        let mut at = offset;
+        for chunk in dst.chunks_mut(8) {
+            match <&mut [u8; 8]>::try_from(&mut *chunk) {
+                Ok(word) if at % 8 == 0 => {
+                    *word = self.atomic::<AtomicU64>(at)?.load(Ordering::Relaxed).to_ne_bytes();
+                }
+                _ => {
+                    for (i, b) in chunk.iter_mut().enumerate() {
+                        *b = self.atomic::<AtomicU8>(at + i)?.load(Ordering::Relaxed);
+                    }
+                }
+            }
+            at += chunk.len();
+        }
         Ok(())
     }
 
     /// Copies `src` into the shared memory at `offset`.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
         self.check(offset, src.len(), 1)?;
-        // SAFETY: The destination range is in bounds (checked) and never referenced.
-        unsafe {
-            core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len())
-        };
+        let mut at = offset;
+        for chunk in src.chunks(8) {
+            match <&[u8; 8]>::try_from(chunk) {
+                Ok(word) if at % 8 == 0 => {
+                    self.atomic::<AtomicU64>(at)?
+                        .store(u64::from_ne_bytes(*word), Ordering::Relaxed);
+                }
+                _ => {
+                    for (i, b) in chunk.iter().enumerate() {
+                        self.atomic::<AtomicU8>(at + i)?.store(*b, Ordering::Relaxed);
+                    }
+                }
+            }
+            at += chunk.len();
+        }
         Ok(())
+    }
+
+    /// The atomic of type `A` at byte `offset`, if it lies in bounds and is aligned for `A`.
+    ///
+    /// Userspace writes the memory with plain stores at any time; the kernel touches it only
+    /// through atomics, so that its reads and writes are defined whatever userspace does
+    /// meanwhile (relaxed ones compile to plain loads and stores).
+    fn atomic<A: SharedAtomic>(&self, offset: usize) -> Result<&A> {
+        self.check(offset, core::mem::size_of::<A>(), core::mem::align_of::<A>())?;
+        // SAFETY: In bounds and aligned (checked); the memory lives as long as `self` and is
+        // only ever accessed through atomics on the kernel side (type invariant).
+        Ok(unsafe { A::at(self.ptr.as_ptr().add(offset)) })
     }
 
     /// Copies the `T` at `offset` out of the shared memory.

@@ -193,7 +193,7 @@ pub(crate) unsafe extern "C" fn modify_qp(
     // `struct ibv_modify_qp`, filled by the library.
     let mut cmd = [0u64; 15];
     // SAFETY: Arguments as libibverbs passed them; `cmd` has the size given.
-    unsafe {
+    let ret = unsafe {
         ibv_cmd_modify_qp(
             qp,
             attr,
@@ -201,7 +201,18 @@ pub(crate) unsafe extern "C" fn modify_qp(
             cmd.as_mut_ptr().cast(),
             size_of::<[u64; 15]>(),
         )
+    };
+    // SAFETY: `attr` is the caller's, valid for this call.
+    let reset = (mask as u32 & ibv_qp_attr_mask_IBV_QP_STATE) != 0
+        && unsafe { (*attr).qp_state } == ibv_qp_state_IBV_QPS_RESET;
+    if ret == 0 && reset {
+        // Back to a new QP's rings, as the kernel is: both producer indices from 0.
+        // SAFETY: `qp` is one of ours (`vqp` first); the kernel zeroed the doorbell record.
+        let q = unsafe { &*qp.cast::<SrdmaQp>() };
+        *q.sq_pi.lock() = 0;
+        *q.rq_pi.lock().unwrap_or_else(|e| e.into_inner()) = 0;
     }
+    ret
 }
 
 pub(crate) unsafe extern "C" fn query_qp(

@@ -313,7 +313,7 @@ impl QpCounters {
     }
 
     /// Moves the counts so far to the device's totals, as the QP is destroyed. Only
-    /// [`crate::qp::QpShared::retire_counters`] calls it, holding the locks that own
+    /// [`crate::qp::QpShared::retire`] calls it, holding the locks that own
     /// [`QpCounters::send`] and [`QpCounters::recv`]. A message still in flight to the QP is
     /// counted when the last reference goes.
     pub(crate) fn retire(&self) {

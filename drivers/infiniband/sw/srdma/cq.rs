@@ -5,11 +5,12 @@
 use crate::{device::SrdmaDevice, doorbell::DbRecord, params::MAX_CQE};
 use core::sync::atomic::{fence, AtomicBool, Ordering};
 use kernel::{
-    new_mutex,
+    new_spinlock_irqsave,
     prelude::*,
     rdma::{
         cq::{wc_flags, Cq, CqEvents, CqInitAttr, NotifyFlags, Wc, WcWriter},
         mmap::{MmapEntry, SharedPages},
+        qp::QpHandle,
         uapi::{
             srdma_cqe, srdma_create_cq_resp, SRDMA_CQE_SIZE, SRDMA_CQ_ARM_NEXT,
             SRDMA_CQ_ARM_SOLICITED,
@@ -17,7 +18,7 @@ use kernel::{
         ucontext::User,
         Device,
     },
-    sync::{Arc, Mutex},
+    sync::{Arc, SpinLockIrqSave},
 };
 
 /// Byte offsets in a CQ's doorbell record (`struct srdma_cq_db`).
@@ -41,6 +42,9 @@ struct CqRing {
     entry: Option<MmapEntry>,
     /// Free-running index of the next CQE the kernel writes.
     producer: u32,
+    /// For kernel callers' CQs, what each slot's CQE reports as its QP: the QP's handle, or
+    /// nothing once the QP is destroyed (its CQE is then skipped). Empty for user CQs.
+    handles: KVec<Option<QpHandle>>,
 }
 
 impl CqRing {
@@ -55,11 +59,16 @@ impl CqRing {
             Some(user) => Some(user.ucontext.insert_mmap(mem.clone())?),
             None => None,
         };
+        let mut handles = KVec::new();
+        if user.is_none() {
+            handles.extend_with(cqe_cnt as usize, None, GFP_KERNEL)?;
+        }
         Ok(Self {
             mem,
             cqe_cnt,
             entry,
             producer: 0,
+            handles,
         })
     }
 
@@ -77,7 +86,9 @@ impl CqRing {
 
 /// The state of a CQ that QPs write completions to.
 pub(crate) struct CqShared {
-    ring: Pin<KBox<Mutex<CqRing>>>,
+    /// Kernel callers poll and arm from any context (softirq for `IB_POLL_SOFTIRQ`, tasklets),
+    /// so the ring's lock is a spinlock that keeps interrupts off.
+    ring: Pin<KBox<SpinLockIrqSave<CqRing>>>,
     /// The consumer index and the arm word: written by the process for user CQs, by
     /// `poll_cq` and `req_notify_cq` for kernel callers' CQs.
     db: DbRecord,
@@ -92,8 +103,8 @@ impl CqShared {
     /// ordering, so a consumer that sees the new phase sees the whole CQE. Raises the
     /// completion event if the CQ is armed for it (`solicited`: the message asked for one).
     /// Fails with `ENOSPC` when the ring is full: the CQ overran, which its consumer hears
-    /// about as the CQ error event.
-    pub(crate) fn push(&self, cqe: &srdma_cqe, solicited: bool) -> Result {
+    /// about as the CQ error event. `qp` is what a kernel caller's work completion names.
+    pub(crate) fn push(&self, cqe: &srdma_cqe, solicited: bool, qp: Option<QpHandle>) -> Result {
         let notify = {
             let mut ring = self.ring.lock();
             let consumer = self.db.load(DB_CQ_CI)?;
@@ -110,6 +121,9 @@ impl CqShared {
             let mut body = *cqe;
             body.owner = phase ^ 1;
             ring.mem.write_obj(idx * CQE_SIZE, &body)?;
+            if let Some(slot) = ring.handles.get_mut(idx) {
+                *slot = qp;
+            }
             ring.mem.store_u32(idx * CQE_SIZE + OWNER_OFFSET, phase)?;
             ring.producer = ring.producer.wrapping_add(1);
             // Pairs with the consumer's barrier between arming and polling again: either it
@@ -142,23 +156,45 @@ impl CqShared {
         Ok(flags.report_missed() && self.db.load(DB_CQ_CI)? != ring.producer)
     }
 
-    /// Moves CQEs into a kernel caller's array of work completions.
-    pub(crate) fn poll(&self, dev: &Device<SrdmaDevice>, out: &mut WcWriter<'_>) -> Result {
+    /// Moves CQEs into a kernel caller's array of work completions, skipping those of
+    /// destroyed QPs.
+    pub(crate) fn poll(&self, out: &mut WcWriter<'_>) -> Result {
         let ring = self.ring.lock();
         // The kernel caller's CQ: nobody else writes the consumer index.
         let mut ci = self.db.load(DB_CQ_CI)?;
         while out.has_room() && ci != ring.producer {
             let idx = (ci & (ring.cqe_cnt - 1)) as usize;
-            let c: srdma_cqe = ring.mem.read_obj(idx * CQE_SIZE)?;
-            out.push(&to_wc(dev, &c));
+            if let Some(Some(qp)) = ring.handles.get(idx) {
+                let c: srdma_cqe = ring.mem.read_obj(idx * CQE_SIZE)?;
+                out.push(&to_wc(&c, *qp));
+            }
             ci = ci.wrapping_add(1);
         }
         self.db.store(DB_CQ_CI, ci)
     }
+
+    /// Removes the CQEs of the kernel caller's QP `qp`, which is being destroyed, from the
+    /// CQEs not yet polled: no work completion names a QP after its destruction.
+    pub(crate) fn forget(&self, qp: QpHandle) {
+        let mut ring = self.ring.lock();
+        let Ok(ci) = self.db.load(DB_CQ_CI) else {
+            return;
+        };
+        let (producer, mask) = (ring.producer, ring.cqe_cnt - 1);
+        let mut i = ci;
+        while i != producer {
+            if let Some(slot) = ring.handles.get_mut((i & mask) as usize) {
+                if *slot == Some(qp) {
+                    *slot = None;
+                }
+            }
+            i = i.wrapping_add(1);
+        }
+    }
 }
 
-/// Converts a CQE to the work completion of a kernel caller.
-fn to_wc(dev: &Device<SrdmaDevice>, c: &srdma_cqe) -> Wc {
+/// Converts a CQE of QP `qp` to the work completion of a kernel caller.
+fn to_wc(c: &srdma_cqe, qp: QpHandle) -> Wc {
     let mut flags = 0;
     if c.wc_flags & IBV_WC_GRH != 0 {
         flags |= wc_flags::GRH;
@@ -178,7 +214,7 @@ fn to_wc(dev: &Device<SrdmaDevice>, c: &srdma_cqe) -> Wc {
         opcode: c.opcode,
         vendor_err: c.vendor_err,
         byte_len: c.byte_len,
-        qp: dev.qps().lock().get(c.qp_num).and_then(|q| q.handle),
+        qp: Some(qp),
         ex: c.imm_data,
         src_qp: c.src_qp,
         wc_flags: flags,
@@ -201,8 +237,10 @@ pub(crate) struct SrdmaCq {
 impl Drop for SrdmaCq {
     fn drop(&mut self) {
         // The ring's mapping belongs to the user context, which may go right after the CQ;
-        // QPs still held by the data path keep the ring's memory, not its mapping.
-        drop(self.shared.ring.lock().entry.take());
+        // QPs still held by the data path keep the ring's memory, not its mapping. The entry
+        // goes after the lock is released: removing it may sleep.
+        let entry = self.shared.ring.lock().entry.take();
+        drop(entry);
     }
 }
 
@@ -226,7 +264,7 @@ impl SrdmaCq {
             user.udata.write(&resp)?;
         }
         let shared = CqShared {
-            ring: KBox::pin_init(new_mutex!(ring), GFP_KERNEL)?,
+            ring: KBox::pin_init(new_spinlock_irqsave!(ring), GFP_KERNEL)?,
             db,
             cq_id,
             events,
@@ -249,6 +287,11 @@ impl SrdmaCq {
     ) -> Result<u32> {
         let cq = &cq.shared;
         let mut new = CqRing::new(cqe, user.as_ref())?;
+        // The response names only the new ring, so it is written before the lock is taken
+        // (copying to userspace may sleep).
+        if let Some(mut user) = user {
+            user.udata.write(&new.resp(&cq.db, cq.cq_id))?;
+        }
         let mut ring = cq.ring.lock();
         // The consumer index is the process's word: bound what it claims by what was produced.
         let consumer = cq.db.load(DB_CQ_CI)?;
@@ -266,15 +309,19 @@ impl SrdmaCq {
             // Index `i` of the new ring is written in its first pass: phase 1.
             cqe_buf[OWNER_OFFSET..].copy_from_slice(&1u32.to_le_bytes());
             new.mem.write(i as usize * CQE_SIZE, &cqe_buf)?;
+            let from_slot = (consumer.wrapping_add(i) & (ring.cqe_cnt - 1)) as usize;
+            if let (Some(to), Some(from)) = (new.handles.get_mut(i as usize), ring.handles.get(from_slot)) {
+                *to = *from;
+            }
         }
         new.producer = pending;
-        if let Some(mut user) = user {
-            user.udata.write(&new.resp(&cq.db, cq.cq_id))?;
-        }
         cq.db.store(DB_CQ_CI, 0)?;
         cq.overran.store(false, Ordering::Relaxed);
         let real = new.cqe_cnt - 1;
-        *ring = new;
+        let old = core::mem::replace(&mut *ring, new);
+        drop(ring);
+        // The old ring's memory and mapping go outside the lock: freeing them may sleep.
+        drop(old);
         Ok(real)
     }
 }

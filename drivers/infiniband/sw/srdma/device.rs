@@ -10,7 +10,7 @@ use crate::{
     doorbell::{new_pool, DbPool},
     mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
     mw::{MwShared, SrdmaMw, MW_INDEX_MAX, MW_INDEX_MIN},
-    pd::SrdmaPd,
+    pd::{Owner, SrdmaPd},
     poller::Poller,
     qp::{QpShared, SrdmaQp, QPN_MAX, QPN_MIN},
     srq::SrdmaSrq,
@@ -42,8 +42,10 @@ use kernel::{
         wr::{RecvWrs, SendWrs},
         Device, PortEvent,
     },
+    c_str,
     sync::{Arc, Mutex},
     types::ARef,
+    workqueue::{OwnedQueue, Queue, QueueFlags},
 };
 
 /// The only port of an srdma device.
@@ -51,14 +53,15 @@ pub(crate) const PORT: u32 = 1;
 
 /// The per-device state of srdma.
 pub(crate) struct SrdmaDevice {
+    /// Where the device's work items run. First, so that dropping the device drains them
+    /// (their last runs find the device unregistered) before anything else goes.
+    queue: OwnedQueue,
     /// The node GUID, EUI-64 from the network device's MAC address, in wire order.
     guid: [u8; 8],
     /// Whether the port was last reported active, so each transition is reported once.
     port_active: AtomicBool,
     /// The ID of the next CQ.
     next_cq_id: AtomicU32,
-    /// The ID of the next PD.
-    next_pd_id: AtomicU32,
     /// The QPs of the device by number.
     qps: Table<QpShared>,
     /// The MRs of the device by key index.
@@ -86,6 +89,7 @@ impl SrdmaDevice {
         ndev: ARef<net::device::Device>,
     ) -> Result<Self> {
         Ok(Self {
+            queue: OwnedQueue::new(c_str!("srdma"), QueueFlags::UNBOUND, 0)?,
             kernel_db: new_pool()?,
             worker: Worker::new(ndev.clone())?,
             poller: Poller::new(ndev)?,
@@ -93,7 +97,6 @@ impl SrdmaDevice {
             guid,
             port_active: AtomicBool::new(port_active),
             next_cq_id: AtomicU32::new(0),
-            next_pd_id: AtomicU32::new(1),
             qps: new_table(QPN_MIN, QPN_MAX)?,
             mrs: new_table(MR_INDEX_MIN, MR_INDEX_MAX)?,
             mws: new_table(MW_INDEX_MIN, MW_INDEX_MAX)?,
@@ -120,6 +123,10 @@ impl SrdmaDevice {
 
     pub(crate) fn kernel_db(&self) -> &DbPool {
         &self.kernel_db
+    }
+
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.queue
     }
 
     pub(crate) fn worker(&self) -> &Arc<Worker> {
@@ -223,8 +230,12 @@ impl rdma::Driver for SrdmaDevice {
         Ok(())
     }
 
-    fn alloc_pd(dev: &Device<Self>, _user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
-        Ok(SrdmaPd::new(dev.next_pd_id.fetch_add(1, Ordering::Relaxed)))
+    fn alloc_pd(_dev: &Device<Self>, user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
+        SrdmaPd::new(if user.is_some() {
+            Owner::User
+        } else {
+            Owner::Kernel
+        })
     }
 
     fn reg_user_mr(
@@ -300,7 +311,7 @@ impl rdma::Driver for SrdmaDevice {
     }
 
     fn poll_cq(cq: &Cq<Self>, wc: &mut WcWriter<'_>) -> Result {
-        cq.shared.poll(cq.device(), wc)
+        cq.shared.poll(wc)
     }
 
     fn post_send(qp: &Qp<Self>, wrs: &mut SendWrs<'_, Self>) -> Result {
@@ -361,7 +372,8 @@ impl rdma::Driver for SrdmaDevice {
 
     fn post_send_user(qp: &Qp<Self>) -> Result {
         let result = crate::engine::kick(qp);
-        if qp.shared.ctx_db.is_some() && qp.device().poller.wake() {
+        let dev = qp.device();
+        if qp.shared.ctx_db.is_some() && dev.poller.wake(&dev.queue) {
             qp.device().counters.inc(Counter::PollerWakeups);
         }
         result

@@ -8,12 +8,13 @@
 //! error state, as verbs defines.
 
 use crate::{
-    counters::{Counter, Counters},
+    counters::Counter,
     device::{SrdmaDevice, PORT},
     fastreg, grh,
     mr::{resolve, Span},
     mw,
     params::MAX_MSG_SZ,
+    payload::{self, Failed, Segments},
     qp::{CiGuard, QpShared, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
     rnr::Verdict,
 };
@@ -24,7 +25,7 @@ use kernel::{
     rdma::{
         attr::Mtu,
         mr::access,
-        qp::{Qp, QpState, QpType},
+        qp::{Qp, QpAttr, QpState, QpType},
         uapi::{
             srdma_cqe, srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_bind, srdma_wqe_ctrl,
             srdma_wqe_remote, srdma_wqe_ud, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
@@ -62,6 +63,7 @@ const WC_WR_FLUSH_ERR: u32 = 5;
 const WC_MW_BIND_ERR: u32 = 6;
 const WC_REM_INV_REQ_ERR: u32 = 9;
 const WC_REM_ACCESS_ERR: u32 = 10;
+const WC_REM_ABORT_ERR: u32 = 11;
 const WC_RETRY_EXC_ERR: u32 = 12;
 const WC_RNR_RETRY_EXC_ERR: u32 = 13;
 
@@ -110,6 +112,8 @@ enum Refused {
     Unreachable,
     /// The rkey a SEND_WITH_INV names could not be invalidated.
     Invalidate,
+    /// The sender's memory could not be read during the copy.
+    Source,
 }
 
 /// The destination of a connected QP: its device (kept registered) and its state.
@@ -123,6 +127,45 @@ fn find_dest(dgid: &[u8; 16], qpn: u32) -> Option<Dest> {
     let dev = Device::<SrdmaDevice>::get_by_netdev(&ndev)?;
     let qp = dev.qps().lock().get(qpn)?;
     Some(Dest { dev, qp })
+}
+
+/// Mask of a 24-bit packet sequence number.
+const PSN_MASK: u32 = 0xff_ffff;
+
+/// Whether the destination QP takes requests from `q` (of device `dev`, with attributes
+/// `attr`) as a peer on the wire would: the same transport, connected to `q` (its destination
+/// QP number is `q`'s and its address vector names the GID `q` sends from) and, for RC,
+/// expecting the PSN `q` sends next. Anything else is dropped unseen: an RC requester times
+/// out, a UC requester never learns, and the destination's process sees nothing.
+fn accepts(dev: &Device<SrdmaDevice>, dest: &Dest, q: &QpShared, attr: &QpAttr) -> bool {
+    if dest.qp.qp_type != q.qp_type {
+        return false;
+    }
+    let Ok(sgid) = dev.query_gid(PORT, u32::from(attr.ah_attr.sgid_index)) else {
+        return false;
+    };
+    let peer = dest.qp.attr.lock();
+    peer.dest_qp_num == q.qpn
+        && peer.ah_attr.dgid == sgid
+        && (q.qp_type != QpType::Rc
+            || dest.qp.epsn.load(Ordering::Relaxed) == q.sq_psn.load(Ordering::Relaxed))
+}
+
+/// Moves the PSNs of requester `q` and of its destination past a message the destination
+/// accepted.
+fn advance_psn(q: &QpShared, dest: &Dest) {
+    let next = q.sq_psn.load(Ordering::Relaxed).wrapping_add(1) & PSN_MASK;
+    q.sq_psn.store(next, Ordering::Relaxed);
+    dest.qp.epsn.store(next, Ordering::Relaxed);
+}
+
+/// Finds the destination of an RC or UC request of `q` and checks that it accepts it
+/// ([`accepts`]); counts the request as sent either way.
+fn connected_dest(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr) -> Option<Dest> {
+    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num)
+        .filter(|dest| accepts(dev, dest, q, attr));
+    q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
+    dest
 }
 
 /// Waits for the RDMA WRITEs, READs and atomics that are copying into the memory of `q`, which
@@ -150,7 +193,7 @@ fn seen_by(requester: QpType, status: u32) -> u32 {
 /// registrations' invalidations flushed, no copy into its memory is running.
 fn responder(dest: &Dest, requester: QpType, need: u32) -> core::result::Result<CiGuard<'_>, u32> {
     let guard = dest.qp.rq_ci.lock();
-    if !matches!(dest.qp.state(), QpState::Rtr | QpState::Rts) {
+    if !dest.qp.is_alive() || !matches!(dest.qp.state(), QpState::Rtr | QpState::Rts) {
         return Err(seen_by(requester, WC_RETRY_EXC_ERR));
     }
     if dest.qp.attr.lock().qp_access_flags & need != need {
@@ -165,7 +208,7 @@ fn resolve_remote(dest: &Dest, rkey: u32, need: u32, addr: u64, len: u64) -> Opt
     if mw::is_window_key(rkey) {
         mw::resolve(&dest.dev, &dest.qp, rkey, need, addr, len)
     } else {
-        resolve(&dest.dev, rkey, dest.qp.pd_id, need, addr, len)
+        resolve(&dest.dev, rkey, &dest.qp.pd, need, addr, len)
     }
 }
 
@@ -198,8 +241,14 @@ fn cqe(wr_id: u64, status: u32, opcode: u32, qp_num: u32) -> srdma_cqe {
     }
 }
 
-fn complete(counters: &Counters, cq: &crate::cq::CqShared, cqe: &srdma_cqe, solicited: bool) {
-    let pushed = cq.push(cqe, solicited);
+/// Writes `cqe` of QP `q` to its send CQ (`send`) or its receive CQ, and counts it.
+fn complete(q: &QpShared, send: bool, cqe: &srdma_cqe, solicited: bool) {
+    let (counters, cq) = if send {
+        (&q.counters.send, &q.send_cq)
+    } else {
+        (&q.counters.recv, &q.recv_cq)
+    };
+    let pushed = cq.push(cqe, solicited, q.handle);
     counters.completion(cqe, pushed.is_ok());
     if pushed.is_err() {
         if warn_allowed() {
@@ -212,23 +261,9 @@ fn complete(counters: &Counters, cq: &crate::cq::CqShared, cqe: &srdma_cqe, soli
 /// record with `WR_FLUSH_ERR`, as a QP in the error state does, and advances `*ci`.
 pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
     let db = &q.db;
-    let (ring, pi_field, ci_field, cq, opcode, counters) = match (send, &q.rq) {
-        (true, _) => (
-            &q.sq,
-            DB_SQ_PI,
-            DB_SQ_CI,
-            &q.send_cq,
-            WC_SEND,
-            &q.counters.send,
-        ),
-        (false, Some(rq)) => (
-            rq,
-            DB_RQ_PI,
-            DB_RQ_CI,
-            &q.recv_cq,
-            WC_RECV,
-            &q.counters.recv,
-        ),
+    let (ring, pi_field, ci_field, opcode) = match (send, &q.rq) {
+        (true, _) => (&q.sq, DB_SQ_PI, DB_SQ_CI, WC_SEND),
+        (false, Some(rq)) => (rq, DB_RQ_PI, DB_RQ_CI, WC_RECV),
         (false, None) => return,
     };
     let Ok(pi) = db.load(pi_field) else {
@@ -240,12 +275,7 @@ pub(crate) fn flush(q: &QpShared, send: bool, ci: &mut u32) {
         let off = (*ci & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
         // The wr_id is the first field of both SQ and RQ WQEs.
         let wr_id = ring.mem.read_obj::<u64>(off).unwrap_or(0);
-        complete(
-            counters,
-            cq,
-            &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn),
-            false,
-        );
+        complete(q, send, &cqe(wr_id, WC_WR_FLUSH_ERR, opcode, q.qpn), false);
         *ci = ci.wrapping_add(1);
     }
     *ci = pi;
@@ -262,6 +292,10 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
 
 /// Processes the SQ of `q` from `*ci` (its locked consumer index) up to the producer index.
 pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut u32) -> Result {
+    if !q.is_alive() {
+        // Destroyed: queued work and RNR retries of the QP end here ([`QpShared::retire`]).
+        return Ok(());
+    }
     let db = &q.db;
     let attr = *q.attr.lock();
     match attr.qp_state {
@@ -299,7 +333,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         if let Some(timer) = rnr_timer {
             if let Verdict::RetryAt(at) = q.rnr.refused(now, attr.rnr_retry, timer) {
                 // The WQE stays at the head of the queue until then.
-                dev.worker().retry_at(q, at)?;
+                dev.worker().retry_at(dev.queue(), q, at)?;
                 return Ok(());
             }
         } else if status == WC_SUCCESS {
@@ -318,12 +352,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         }
         let signaled = q.sq_sig_all || ctrl.flags & SRDMA_WQE_SIGNALED as u8 != 0;
         if status != WC_SUCCESS || signaled {
-            complete(
-                &q.counters.send,
-                &q.send_cq,
-                &cqe(ctrl.wr_id, status, opcode, q.qpn),
-                false,
-            );
+            complete(q, true, &cqe(ctrl.wr_id, status, opcode, q.qpn), false);
         }
     }
     if failed {
@@ -339,7 +368,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
 fn execute(
     dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
-    attr: &kernel::rdma::qp::QpAttr,
+    attr: &QpAttr,
     off: usize,
     ctrl: &srdma_wqe_ctrl,
     rnr_timer: &mut Option<u8>,
@@ -380,12 +409,11 @@ fn execute(
         Ok(data) => data,
         Err(status) => return (status, wc_op),
     };
+    let len = data.len();
     q.counters
         .send
-        .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, data.len());
-    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
-    q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
-    let Some(dest) = dest else {
+        .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, len);
+    let Some(dest) = connected_dest(dev, q, attr) else {
         // RC retries until it gives up; UC does not know.
         return (seen_by(q.qp_type, WC_RETRY_EXC_ERR), wc_op);
     };
@@ -414,25 +442,37 @@ fn execute(
                     remote.rkey,
                     access::REMOTE_WRITE,
                     remote.remote_addr,
-                    data.len() as u64,
+                    len as u64,
                 ) else {
                     return (refused, wc_op);
                 };
-                if span.write(&data).is_err() {
-                    return (refused, wc_op);
+                let target = match one_span(span) {
+                    Ok(target) => target,
+                    Err(_) => return (WC_LOC_QP_OP_ERR, wc_op),
+                };
+                match payload::copy(&data, &target, len) {
+                    Ok(()) => {}
+                    Err(Failed::Source) => return (WC_LOC_PROT_ERR, wc_op),
+                    Err(Failed::NoMemory) => return (WC_LOC_QP_OP_ERR, wc_op),
+                    Err(Failed::Destination) => return (refused, wc_op),
                 }
             }
             match imm {
                 Some(_) => {
-                    let mut m = Message::new(&[], imm, solicited, q.qpn, WC_RECV_RDMA_WITH_IMM);
+                    let none = Segments::empty();
+                    let mut m = Message::new(&none, imm, solicited, q.qpn, WC_RECV_RDMA_WITH_IMM);
                     // The receive completion reports what the write carried (as rxe does).
-                    m.byte_len = data.len() as u32;
+                    m.byte_len = len as u32;
                     deliver(&dest, &m)
                 }
                 None => Ok(()),
             }
         }
     };
+    if !matches!(result, Err(Refused::Rnr(_))) {
+        // A refusal for want of a receive WQE is retried under the same PSN.
+        advance_psn(q, &dest);
+    }
     let status = match result {
         Ok(()) => WC_SUCCESS,
         Err(Refused::Rnr(timer)) if q.qp_type == QpType::Rc => {
@@ -442,6 +482,9 @@ fn execute(
             WC_RNR_RETRY_EXC_ERR
         }
         Err(Refused::Length | Refused::Invalidate) if q.qp_type == QpType::Rc => WC_REM_INV_REQ_ERR,
+        // The sender's own memory failed under the copy (a window or registration of its own
+        // went away): its error, whatever the transport.
+        Err(Refused::Source) => WC_LOC_PROT_ERR,
         Err(Refused::Unreachable) if q.qp_type == QpType::Rc => WC_RETRY_EXC_ERR,
         // UC drops what cannot be delivered.
         Err(_) => WC_SUCCESS,
@@ -468,7 +511,7 @@ fn memory_op(
         return WC_LOC_QP_OP_ERR;
     };
     if ctrl.opcode == KWR_REG_MR {
-        return match fastreg::register(dev, q.pd_id, &b) {
+        return match fastreg::register(dev, &q.pd, &b) {
             Ok(()) => WC_SUCCESS,
             Err(_) => WC_LOC_QP_OP_ERR,
         };
@@ -490,7 +533,7 @@ fn invalidate(
     if mw::is_window_key(rkey) {
         mw::invalidate(dev, q, rkey, remote)
     } else {
-        fastreg::invalidate(dev, q.pd_id, rkey)
+        fastreg::invalidate(dev, &q.pd, rkey)
     }
 }
 
@@ -499,7 +542,7 @@ fn invalidate(
 fn send_ud(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
-    attr: &kernel::rdma::qp::QpAttr,
+    attr: &QpAttr,
     off: usize,
     ctrl: &srdma_wqe_ctrl,
 ) -> u32 {
@@ -509,19 +552,27 @@ fn send_ud(
     let Ok(ud) = q.sq.mem.read_obj::<srdma_wqe_ud>(off + SEG) else {
         return WC_LOC_QP_OP_ERR;
     };
-    let data = match gather(dev, q, off, ctrl) {
-        Ok(data) => data,
+    let payload = match gather(dev, q, off, ctrl) {
+        Ok(payload) => payload,
         Err(status) => return status,
     };
     q.counters
         .send
-        .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, data.len());
+        .gathered(ctrl.flags & SRDMA_WQE_INLINE as u8 != 0, payload.len());
     let mtu = dev
         .netdev(PORT)
         .and_then(|ndev| Mtu::for_roce(ndev.mtu()))
         .unwrap_or(Mtu::Mtu256);
-    if data.len() > mtu.bytes() as usize {
+    if payload.len() > mtu.bytes() as usize {
         return WC_LOC_LEN_ERR;
+    }
+    // A datagram is at most one MTU: it is read whole, with the GRH area in front.
+    let mut data = KVec::new();
+    if data.extend_with(payload.len(), 0, GFP_KERNEL).is_err() {
+        return WC_LOC_QP_OP_ERR;
+    }
+    if payload.read(0, &mut data).is_err() {
+        return WC_LOC_PROT_ERR;
     }
     // An address vector naming a GID the port does not have cannot be sent from.
     let Ok(sgid) = dev.query_gid(PORT, u32::from(ud.sgid_index)) else {
@@ -557,6 +608,7 @@ fn send_ud(
     }
     let imm = (ctrl.opcode == WR_SEND_WITH_IMM).then_some(ctrl.imm_data);
     let solicited = ctrl.flags & SRDMA_WQE_SOLICITED as u8 != 0;
+    let msg = Segments::Bytes(msg);
     let mut m = Message::new(&msg, imm, solicited, q.qpn, WC_RECV);
     m.network_hdr_type = Some(if grh::is_v4_mapped(&sgid) && grh::is_v4_mapped(&ud.dgid) {
         NETWORK_IPV4
@@ -569,49 +621,32 @@ fn send_ud(
 }
 
 /// Carries out an RDMA READ or an atomic: the responder's memory is read (and for atomics
-/// updated) and the response is scattered into the requester's SGEs.
+/// updated) and the response is scattered into the requester's SGEs, under the responder's
+/// lock, a chunk at a time.
 fn read_or_atomic(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
-    attr: &kernel::rdma::qp::QpAttr,
+    attr: &QpAttr,
     off: usize,
     ctrl: &srdma_wqe_ctrl,
 ) -> u32 {
-    let n = ctrl.num_sge as usize;
-    let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
-    if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0
-        || n > q.cap.max_send_sge as usize
-        || n * SRDMA_SGE_SIZE as usize > area
-    {
+    if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0 {
         q.counters.send.inc(Counter::RingErrors);
         return WC_LOC_LEN_ERR;
     }
-    let body = off + SRDMA_SQ_WQE_HDR_SIZE as usize;
-    let mut sges = KVec::new();
-    let mut total = 0u64;
-    for i in 0..n {
-        let Ok(sge) =
-            q.sq.mem
-                .read_obj::<srdma_sge>(body + i * SRDMA_SGE_SIZE as usize)
-        else {
-            return WC_LOC_QP_OP_ERR;
-        };
-        total += u64::from(sge.length);
-        if sges.push(sge, GFP_KERNEL).is_err() {
-            return WC_LOC_QP_OP_ERR;
-        }
-    }
-    if total > u64::from(MAX_MSG_SZ) {
-        return WC_LOC_LEN_ERR;
-    }
+    // Where the response goes: the requester's SGEs, with the right to write them.
+    let local = match sges(dev, q, off, ctrl, access::LOCAL_WRITE) {
+        Ok(local) => local,
+        Err(status) => return status,
+    };
+    let total = local.len();
     let Ok(remote) = q.sq.mem.read_obj::<srdma_wqe_remote>(off + SEG) else {
         return WC_LOC_QP_OP_ERR;
     };
-    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num);
-    q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
-    let Some(dest) = dest else {
+    let Some(dest) = connected_dest(dev, q, attr) else {
         return WC_RETRY_EXC_ERR;
     };
+    advance_psn(q, &dest);
     let atomic = ctrl.opcode != WR_RDMA_READ;
     if atomic && (total != 8 || remote.remote_addr % 8 != 0) {
         return WC_LOC_LEN_ERR;
@@ -621,22 +656,30 @@ fn read_or_atomic(
     } else {
         access::REMOTE_READ
     };
-    let responder = match responder(&dest, q.qp_type, need) {
+    let _responder = match responder(&dest, q.qp_type, need) {
         Ok(guard) => guard,
         Err(status) => return status,
     };
-    let Some(span) = resolve_remote(&dest, remote.rkey, need, remote.remote_addr, total) else {
+    let Some(span) = resolve_remote(&dest, remote.rkey, need, remote.remote_addr, total as u64)
+    else {
         return WC_REM_ACCESS_ERR;
     };
-    let mut data = KVec::new();
-    if data.extend_with(total as usize, 0, GFP_KERNEL).is_err() {
-        return WC_LOC_QP_OP_ERR;
+    if !atomic {
+        let Ok(source) = one_span(span) else {
+            return WC_LOC_QP_OP_ERR;
+        };
+        return match payload::copy(&source, &local, total) {
+            Ok(()) => WC_SUCCESS,
+            Err(Failed::Source) => WC_REM_ACCESS_ERR,
+            Err(Failed::Destination) => WC_LOC_PROT_ERR,
+            Err(Failed::NoMemory) => WC_LOC_QP_OP_ERR,
+        };
     }
-    if atomic {
+    let old = {
         // Atomic with respect to the other atomics of the responder's device.
         let _guard = dest.dev.atomics().lock();
         let mut old = [0u8; 8];
-        if span.read(&mut old).is_err() {
+        if span.read(0, &mut old).is_err() {
             return WC_REM_ACCESS_ERR;
         }
         let value = u64::from_ne_bytes(old);
@@ -649,86 +692,90 @@ fn read_or_atomic(
         } else {
             value.wrapping_add(remote.compare_add)
         };
-        if span.write(&new.to_ne_bytes()).is_err() {
+        if span.write(0, &new.to_ne_bytes()).is_err() {
             return WC_REM_ACCESS_ERR;
         }
-        data.copy_from_slice(&old);
-    } else if span.read(&mut data).is_err() {
-        return WC_REM_ACCESS_ERR;
+        old
+    };
+    match local.write(0, &old) {
+        Ok(()) => WC_SUCCESS,
+        Err(_) => WC_LOC_PROT_ERR,
     }
-    // The response is the requester's from here on.
-    drop(responder);
-    let mut rest = &data[..];
-    for sge in sges.iter() {
-        let len = sge.length as usize;
-        let Some(local) = resolve(
-            dev,
-            sge.lkey,
-            q.pd_id,
-            access::LOCAL_WRITE,
-            sge.addr,
-            len as u64,
-        ) else {
-            return WC_LOC_PROT_ERR;
-        };
-        if local.write(&rest[..len]).is_err() {
-            return WC_LOC_PROT_ERR;
-        }
-        rest = &rest[len..];
-    }
-    WC_SUCCESS
 }
 
-/// Collects the payload of a WQE: its inline data or the memory its SGEs name.
-fn gather(
+/// One span as [`Segments`].
+fn one_span(span: Span) -> Result<Segments> {
+    let mut spans = KVec::new();
+    spans.push(span, GFP_KERNEL)?;
+    Ok(Segments::Spans(spans))
+}
+
+/// The memory the SGEs of the SQ WQE at `off` name, with rights `need`; fails with the
+/// completion status if the WQE or a key is bad. Each SGE is checked before a byte moves.
+fn sges(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
     off: usize,
     ctrl: &srdma_wqe_ctrl,
-) -> core::result::Result<KVec<u8>, u32> {
+    need: u32,
+) -> core::result::Result<Segments, u32> {
     let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
     let body = off + SRDMA_SQ_WQE_HDR_SIZE as usize;
-    let mut data = KVec::new();
-    if ctrl.flags & SRDMA_WQE_INLINE as u8 != 0 {
-        let len = ctrl.inline_len as usize;
-        if len > area || ctrl.inline_len > q.cap.max_inline_data {
-            q.counters.send.inc(Counter::RingErrors);
-            return Err(WC_LOC_LEN_ERR);
-        }
-        data.extend_with(len, 0, GFP_KERNEL)
-            .map_err(|_| WC_LOC_QP_OP_ERR)?;
-        q.sq.mem
-            .read(body, &mut data)
-            .map_err(|_| WC_LOC_QP_OP_ERR)?;
-        return Ok(data);
-    }
     let n = ctrl.num_sge as usize;
     if n > q.cap.max_send_sge as usize || n * SRDMA_SGE_SIZE as usize > area {
         q.counters.send.inc(Counter::RingErrors);
         return Err(WC_LOC_LEN_ERR);
     }
+    let mut spans = KVec::with_capacity(n, GFP_KERNEL).map_err(|_| WC_LOC_QP_OP_ERR)?;
+    let mut total = 0u64;
     for i in 0..n {
         let sge: srdma_sge =
             q.sq.mem
                 .read_obj(body + i * SRDMA_SGE_SIZE as usize)
                 .map_err(|_| WC_LOC_QP_OP_ERR)?;
-        if data.len() as u64 + u64::from(sge.length) > u64::from(MAX_MSG_SZ) {
+        total += u64::from(sge.length);
+        if total > u64::from(MAX_MSG_SZ) {
             return Err(WC_LOC_LEN_ERR);
         }
-        let span = resolve(dev, sge.lkey, q.pd_id, 0, sge.addr, u64::from(sge.length))
+        if sge.length == 0 {
+            continue;
+        }
+        let span = resolve(dev, sge.lkey, &q.pd, need, sge.addr, u64::from(sge.length))
             .ok_or(WC_LOC_PROT_ERR)?;
-        let start = data.len();
-        data.extend_with(sge.length as usize, 0, GFP_KERNEL)
-            .map_err(|_| WC_LOC_QP_OP_ERR)?;
-        span.read(&mut data[start..]).map_err(|_| WC_LOC_PROT_ERR)?;
+        spans.push(span, GFP_KERNEL).map_err(|_| WC_LOC_QP_OP_ERR)?;
     }
-    Ok(data)
+    Ok(Segments::Spans(spans))
+}
+
+/// The payload of a WQE: its inline data, copied out of the ring, or the memory its SGEs name.
+fn gather(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    off: usize,
+    ctrl: &srdma_wqe_ctrl,
+) -> core::result::Result<Segments, u32> {
+    if ctrl.flags & SRDMA_WQE_INLINE as u8 == 0 {
+        return sges(dev, q, off, ctrl, 0);
+    }
+    let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
+    let len = ctrl.inline_len as usize;
+    if len > area || ctrl.inline_len > q.cap.max_inline_data {
+        q.counters.send.inc(Counter::RingErrors);
+        return Err(WC_LOC_LEN_ERR);
+    }
+    let mut data = KVec::new();
+    data.extend_with(len, 0, GFP_KERNEL)
+        .map_err(|_| WC_LOC_QP_OP_ERR)?;
+    q.sq.mem
+        .read(off + SRDMA_SQ_WQE_HDR_SIZE as usize, &mut data)
+        .map_err(|_| WC_LOC_QP_OP_ERR)?;
+    Ok(Segments::Bytes(data))
 }
 
 /// A message arriving at a receive queue.
 struct Message<'a> {
     /// The payload; for UD it starts with the GRH area.
-    data: &'a [u8],
+    data: &'a Segments,
     imm: Option<u32>,
     /// The sender asked for a solicited event.
     solicited: bool,
@@ -744,7 +791,7 @@ struct Message<'a> {
 
 impl<'a> Message<'a> {
     fn new(
-        data: &'a [u8],
+        data: &'a Segments,
         imm: Option<u32>,
         solicited: bool,
         src_qpn: u32,
@@ -765,7 +812,6 @@ impl<'a> Message<'a> {
 
 /// Takes the next receive WQE of the destination and scatters the message into it.
 fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> {
-    let data = msg.data;
     let d = &dest.qp;
     // Receive WQEs come from the QP's own RQ or from its SRQ.
     let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
@@ -774,7 +820,7 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
         (None, None) => return Err(Refused::Unreachable),
     };
     let mut ci = ci_lock.lock();
-    if !matches!(d.state(), QpState::Rtr | QpState::Rts) {
+    if !d.is_alive() || !matches!(d.state(), QpState::Rtr | QpState::Rts) {
         return Err(Refused::Unreachable);
     }
     let pi = db.load(DB_RQ_PI).map_err(|_| Refused::Unreachable)?;
@@ -788,11 +834,6 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
         return Err(Refused::Unreachable);
     }
     let off = (*ci & (rq.wqe_cnt - 1)) as usize * rq.wqe_size as usize;
-    *ci = ci.wrapping_add(1);
-    let _ = db.store(DB_RQ_CI, *ci);
-    if let Some(srq) = &d.srq {
-        srq.consumed(pending - 1);
-    }
     let hdr: srdma_rq_wqe_hdr = rq.mem.read_obj(off).map_err(|_| Refused::Length)?;
     let mut wc = cqe(hdr.wr_id, WC_SUCCESS, msg.wc_opcode, d.qpn);
     wc.src_qp = msg.src_qpn;
@@ -805,20 +846,31 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
         wc.wc_flags |= WC_GRH;
         wc.network_hdr_type = net;
     }
-    let mut result = scatter(dest, rq, max_sge, off, &hdr, data);
-    if result.is_err() {
-        wc.status = WC_LOC_LEN_ERR;
-    } else if let Some(rkey) = msg.invalidate {
-        // The window is invalid by the time the process sees the receive completion.
-        if invalidate(&dest.dev, &dest.qp, rkey, true).is_ok() {
-            wc.wc_flags |= WC_WITH_INV;
-            wc.imm_data = rkey;
-        } else {
-            wc.status = WC_REM_INV_REQ_ERR;
-            result = Err(Refused::Invalidate);
+    let mut result = scatter(dest, rq, max_sge, off, &hdr, msg.data);
+    // The WQE is given back to the process only now that the kernel is done reading it.
+    *ci = ci.wrapping_add(1);
+    let _ = db.store(DB_RQ_CI, *ci);
+    if let Some(srq) = &d.srq {
+        srq.consumed(pending - 1);
+    }
+    match result {
+        Ok(()) => {}
+        Err(Refused::Source) => wc.status = WC_REM_ABORT_ERR,
+        Err(_) => wc.status = WC_LOC_LEN_ERR,
+    }
+    if result.is_ok() {
+        if let Some(rkey) = msg.invalidate {
+            // The window is invalid by the time the process sees the receive completion.
+            if invalidate(&dest.dev, &dest.qp, rkey, true).is_ok() {
+                wc.wc_flags |= WC_WITH_INV;
+                wc.imm_data = rkey;
+            } else {
+                wc.status = WC_REM_INV_REQ_ERR;
+                result = Err(Refused::Invalidate);
+            }
         }
     }
-    complete(&d.counters.recv, &d.recv_cq, &wc, msg.solicited);
+    complete(d, false, &wc, msg.solicited);
     if result.is_err() {
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
@@ -830,13 +882,15 @@ fn deliver(dest: &Dest, msg: &Message<'_>) -> core::result::Result<(), Refused> 
     result
 }
 
+/// Copies `data` into the memory the receive WQE at `off` names; each SGE is checked (as far
+/// as the message reaches into it) before a byte moves.
 fn scatter(
     dest: &Dest,
     rq: &crate::qp::Ring,
     max_sge: u32,
     off: usize,
     hdr: &srdma_rq_wqe_hdr,
-    mut data: &[u8],
+    data: &Segments,
 ) -> core::result::Result<(), Refused> {
     let d = &dest.qp;
     let n = hdr.num_sge as usize;
@@ -847,29 +901,39 @@ fn scatter(
         return Err(Refused::Length);
     }
     let body = off + SRDMA_RQ_WQE_HDR_SIZE as usize;
+    let total = data.len();
+    let mut left = total;
+    let mut spans = KVec::with_capacity(n, GFP_KERNEL).map_err(|_| Refused::Length)?;
     for i in 0..n {
-        if data.is_empty() {
+        if left == 0 {
             break;
         }
         let sge: srdma_sge = rq
             .mem
             .read_obj(body + i * SRDMA_SGE_SIZE as usize)
             .map_err(|_| Refused::Length)?;
-        let len = (sge.length as usize).min(data.len());
+        let len = (sge.length as usize).min(left);
+        if len == 0 {
+            continue;
+        }
         let span = resolve(
             &dest.dev,
             sge.lkey,
-            d.pd_id,
+            &d.pd,
             access::LOCAL_WRITE,
             sge.addr,
             len as u64,
         )
         .ok_or(Refused::Length)?;
-        span.write(&data[..len]).map_err(|_| Refused::Length)?;
-        data = &data[len..];
+        spans.push(span, GFP_KERNEL).map_err(|_| Refused::Length)?;
+        left -= len;
     }
-    if !data.is_empty() {
+    if left != 0 {
         return Err(Refused::Length);
     }
-    Ok(())
+    match payload::copy(data, &Segments::Spans(spans), total) {
+        Ok(()) => Ok(()),
+        Err(Failed::Source) => Err(Refused::Source),
+        Err(Failed::Destination | Failed::NoMemory) => Err(Refused::Length),
+    }
 }

@@ -9,6 +9,7 @@
 //! copy touches the pages any more and the caller may unmap them.
 
 use crate::{
+    pd::PdRef,
     device::SrdmaDevice,
     mr::{Denied, MrMem},
     params::MAX_FAST_REG_PAGES,
@@ -233,18 +234,18 @@ impl Registration {
     }
 }
 
-/// The fast-register MR of device `dev` whose keys have the index of `key`, in PD `pd_id`.
-fn lookup(dev: &Device<SrdmaDevice>, key: u32, pd_id: u32) -> Option<Arc<crate::mr::MrShared>> {
+/// The fast-register MR of device `dev` whose keys have the index of `key`, in PD `pd`.
+fn lookup(dev: &Device<SrdmaDevice>, key: u32, pd: &PdRef) -> Option<Arc<crate::mr::MrShared>> {
     let mr = dev.mrs().lock().get(key >> 8)?;
-    (mr.pd_id == pd_id && matches!(mr.mem, MrMem::Fast(_))).then_some(mr)
+    (mr.pd == *pd && matches!(mr.mem, MrMem::Fast(_))).then_some(mr)
 }
 
-/// Carries out an `IB_WR_REG_MR` of a kernel caller's QP in PD `pd_id` that `b` describes:
+/// Carries out an `IB_WR_REG_MR` of a kernel caller's QP in PD `pd` that `b` describes:
 /// the MR that `b.mr_lkey` names gets the key `b.new_rkey` (the same index, a new key byte),
 /// rights `b.access` and the addresses `b.addr..b.addr + b.length`.
 pub(crate) fn register(
     dev: &Device<SrdmaDevice>,
-    pd_id: u32,
+    pd: &PdRef,
     b: &srdma_wqe_bind,
 ) -> core::result::Result<(), Denied> {
     let (lkey, key, access) = (b.mr_lkey, b.new_rkey, b.access);
@@ -255,7 +256,7 @@ pub(crate) fn register(
     {
         return Err(Denied);
     }
-    let mr = lookup(dev, lkey, pd_id).ok_or(Denied)?;
+    let mr = lookup(dev, lkey, pd).ok_or(Denied)?;
     match &mr.mem {
         MrMem::Fast(fast) => fast.register(key, access, b.addr, b.length),
         _ => Err(Denied),
@@ -263,13 +264,13 @@ pub(crate) fn register(
 }
 
 /// Invalidates the registration under `key` of a fast-register MR of device `dev` in PD
-/// `pd_id` (LOCAL_INV, or SEND_WITH_INV at the responder).
+/// `pd` (LOCAL_INV, or SEND_WITH_INV at the responder).
 pub(crate) fn invalidate(
     dev: &Device<SrdmaDevice>,
-    pd_id: u32,
+    pd: &PdRef,
     key: u32,
 ) -> core::result::Result<(), Denied> {
-    let mr = lookup(dev, key, pd_id).ok_or(Denied)?;
+    let mr = lookup(dev, key, pd).ok_or(Denied)?;
     match &mr.mem {
         MrMem::Fast(fast) => fast.invalidate(key),
         _ => Err(Denied),

@@ -24,7 +24,7 @@ use kernel::{
             SRDMA_WQE_FENCE, SRDMA_WQE_INLINE, SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
         },
     },
-    sync::SpinLock,
+    sync::SpinLockIrqSave,
 };
 
 const HDR: usize = SRDMA_SQ_WQE_HDR_SIZE as usize;
@@ -178,7 +178,8 @@ pub(crate) fn post_send(
         q.db.store(DB_SQ_PI, pi)?;
     }
     if posted > 0 {
-        qp.device().worker().schedule(qp.shared.clone())?;
+        let dev = qp.device();
+        dev.worker().schedule(dev.queue(), qp.shared.clone())?;
     }
     result
 }
@@ -188,7 +189,7 @@ pub(crate) fn post_send(
 fn post_recv_ring(
     ring: &Ring,
     db: &crate::doorbell::DbRecord,
-    lock: &SpinLock<()>,
+    lock: &SpinLockIrqSave<()>,
     max_sge: u32,
     wrs: &mut kernel::rdma::wr::RecvWrs<'_>,
 ) -> Result {

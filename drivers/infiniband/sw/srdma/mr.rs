@@ -4,6 +4,7 @@
 //! in a fast-register MR; the keys that name them, and the spans of memory a key grants.
 
 use crate::{
+    pd::{Owner, PdRef},
     device::SrdmaDevice,
     fastreg::{FastMr, Registration},
     mw::WindowRef,
@@ -22,8 +23,9 @@ use kernel::{
     sync::Arc,
 };
 
-/// Memory key indexes; a key is `index << 8 | key byte`. Index 0 is never used, so that a
-/// zeroed key is always invalid; the upper half belongs to memory windows.
+/// Memory key indexes; a key is `index << 8 | key byte`, the key byte random so that a key
+/// cannot be guessed from its index. Index 0 is never used, so that a zeroed key is always
+/// invalid; the upper half belongs to memory windows.
 pub(crate) const MR_INDEX_MIN: u32 = 1;
 pub(crate) const MR_INDEX_MAX: u32 = crate::mw::MW_INDEX_MIN - 1;
 
@@ -70,10 +72,11 @@ impl MrMem {
     }
 }
 
-/// Memory a key granted, from the first byte asked for: where a copy goes.
+/// Memory a key granted: `len` bytes from the first byte asked for, where copies go.
 pub(crate) struct Span {
     target: Target,
     offset: usize,
+    len: usize,
 }
 
 enum Target {
@@ -85,52 +88,65 @@ enum Target {
 }
 
 impl Span {
-    fn of_mr(mr: Arc<MrShared>, offset: usize) -> Self {
-        Self {
-            target: Target::Mr(mr),
-            offset,
-        }
-    }
-
-    pub(crate) fn of_window(mr: Arc<MrShared>, offset: usize, window: WindowRef) -> Self {
+    pub(crate) fn of_window(mr: Arc<MrShared>, offset: usize, len: usize, window: WindowRef) -> Self {
         Self {
             target: Target::Window(mr, window),
             offset,
+            len,
         }
     }
 
-    /// Copies from the span into `dst`.
-    pub(crate) fn read(&self, dst: &mut [u8]) -> Result {
+    /// The bytes the key granted.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The offset in the memory of the byte `at` of the span, if `n` bytes from there lie in it.
+    fn place(&self, at: usize, n: usize) -> Result<usize> {
+        if at.checked_add(n).ok_or(EFAULT)? > self.len {
+            return Err(EFAULT);
+        }
+        Ok(self.offset + at)
+    }
+
+    /// Copies the bytes from byte `at` of the span into `dst`.
+    pub(crate) fn read(&self, at: usize, dst: &mut [u8]) -> Result {
+        let offset = self.place(at, dst.len())?;
         match &self.target {
-            Target::Mr(mr) => mr.mem.read(self.offset, dst),
-            Target::Window(mr, window) => window.with(|| mr.mem.read(self.offset, dst)),
-            Target::Fast(reg) => reg.read(self.offset, dst),
+            Target::Mr(mr) => mr.mem.read(offset, dst),
+            Target::Window(mr, window) => window.with(|| mr.mem.read(offset, dst)),
+            Target::Fast(reg) => reg.read(offset, dst),
         }
     }
 
-    /// Copies `src` into the span.
-    pub(crate) fn write(&self, src: &[u8]) -> Result {
+    /// Copies `src` to byte `at` of the span.
+    pub(crate) fn write(&self, at: usize, src: &[u8]) -> Result {
+        let offset = self.place(at, src.len())?;
         match &self.target {
-            Target::Mr(mr) => mr.mem.write(self.offset, src),
-            Target::Window(mr, window) => window.with(|| mr.mem.write(self.offset, src)),
-            Target::Fast(reg) => reg.write(self.offset, src),
+            Target::Mr(mr) => mr.mem.write(offset, src),
+            Target::Window(mr, window) => window.with(|| mr.mem.write(offset, src)),
+            Target::Fast(reg) => reg.write(offset, src),
         }
     }
 }
 
 /// Returns the span of the MR of device `dev` behind `key` that covers `len` bytes at `addr`
-/// with rights `need`, in PD `pd_id`. Keys of ordinary MRs have key byte 0; keys of
-/// fast-register MRs must match their current registration.
+/// with rights `need`, in PD `pd`. Keys of ordinary MRs must be the key the MR was given; keys
+/// of fast-register MRs must match their current registration.
 pub(crate) fn resolve(
     dev: &Device<SrdmaDevice>,
     key: u32,
-    pd_id: u32,
+    pd: &PdRef,
     need: u32,
     addr: u64,
     len: u64,
 ) -> Option<Span> {
     let mr = dev.mrs().lock().get(key >> 8)?;
-    if mr.pd_id != pd_id {
+    if mr.pd != *pd {
+        return None;
+    }
+    // Kernel memory is never a user PD's, whatever a bug elsewhere might let it name.
+    if pd.owner() == Owner::User && !matches!(mr.mem, MrMem::User(_)) {
         return None;
     }
     if let MrMem::Fast(fast) = &mr.mem {
@@ -139,9 +155,10 @@ pub(crate) fn resolve(
         return Some(Span {
             target: Target::Fast(reg),
             offset,
+            len: usize::try_from(len).ok()?,
         });
     }
-    if key & 0xff != 0 || mr.access & need != need {
+    if key != mr.key || mr.access & need != need {
         return None;
     }
     let end = addr.checked_add(len)?;
@@ -149,13 +166,19 @@ pub(crate) fn resolve(
         return None;
     }
     let offset = usize::try_from(addr - mr.iova).ok()?;
-    Some(Span::of_mr(mr, offset))
+    Some(Span {
+        target: Target::Mr(mr),
+        offset,
+        len: usize::try_from(len).ok()?,
+    })
 }
 
 /// What the data path needs of an MR, found by key.
 pub(crate) struct MrShared {
     /// The PD the MR belongs to.
-    pub(crate) pd_id: u32,
+    pub(crate) pd: PdRef,
+    /// The MR's lkey and rkey (one key), with its random key byte.
+    pub(crate) key: u32,
     pub(crate) mem: MrMem,
     /// The address peers and work requests use for the first byte.
     pub(crate) iova: u64,
@@ -182,11 +205,30 @@ impl SrdmaMr {
         Ok(())
     }
 
-    fn publish(pd: &Pd<SrdmaDevice>, shared: MrShared) -> Result<MrCreated<Self>> {
+    /// Gives the MR described by `mem`, `iova`, `length` and `access` a key and makes it
+    /// findable by it.
+    fn publish(
+        pd: &Pd<SrdmaDevice>,
+        mem: MrMem,
+        iova: u64,
+        length: u64,
+        access: u32,
+    ) -> Result<MrCreated<Self>> {
         let key = Reservation::new(pd.device().mrs())?;
-        let shared = Arc::new(shared, GFP_KERNEL)?;
+        let k = key.id() << 8 | u32::from(kernel::random::u8());
+        let shared = Arc::new(
+            MrShared {
+                pd: pd.id(),
+                key: k,
+                mem,
+                iova,
+                length,
+                access,
+                windows: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
         key.publish(shared.clone());
-        let k = key.id() << 8;
         Ok(MrCreated {
             data: SrdmaMr { _key: key, shared },
             lkey: k,
@@ -209,14 +251,10 @@ impl SrdmaMr {
         let umem = Umem::get(pd.device(), region.start, region.length, region.access)?;
         Self::publish(
             pd,
-            MrShared {
-                pd_id: pd.id(),
-                mem: MrMem::User(umem),
-                iova: region.iova,
-                length: region.length,
-                access: region.access,
-                windows: AtomicU32::new(0),
-            },
+            MrMem::User(umem),
+            region.iova,
+            region.length,
+            region.access,
         )
     }
 
@@ -225,18 +263,11 @@ impl SrdmaMr {
         max_pages: u32,
         mem: DmaMemory,
     ) -> Result<MrCreated<Self>> {
-        Self::publish(
-            pd,
-            MrShared {
-                pd_id: pd.id(),
-                mem: MrMem::Fast(FastMr::new(mem, max_pages)?),
-                iova: 0,
-                length: 0,
-                // A fast-register MR grants what its registration grants.
-                access: 0,
-                windows: AtomicU32::new(0),
-            },
-        )
+        if pd.id().owner() != Owner::Kernel {
+            return Err(EINVAL);
+        }
+        // A fast-register MR grants what its registration grants.
+        Self::publish(pd, MrMem::Fast(FastMr::new(mem, max_pages)?), 0, 0, 0)
     }
 
     /// Maps a kernel caller's scatter/gather list into a fast-register MR.
@@ -255,16 +286,9 @@ impl SrdmaMr {
         if access & !SUPPORTED_ACCESS != 0 {
             return Err(EOPNOTSUPP);
         }
-        Self::publish(
-            pd,
-            MrShared {
-                pd_id: pd.id(),
-                mem: MrMem::Kernel(mem),
-                iova: 0,
-                length: u64::MAX,
-                access,
-                windows: AtomicU32::new(0),
-            },
-        )
+        if pd.id().owner() != Owner::Kernel {
+            return Err(EINVAL);
+        }
+        Self::publish(pd, MrMem::Kernel(mem), 0, u64::MAX, access)
     }
 }

@@ -9,6 +9,7 @@
 //! freed again by LOCAL_INV or by a peer's SEND_WITH_INV arriving at that QP.
 
 use crate::{
+    pd::PdRef,
     device::SrdmaDevice,
     mr::{Denied, MrShared, Span},
     qp::QpShared,
@@ -104,7 +105,7 @@ impl WindowRef {
 
 /// What the data path needs of a window, found by key.
 pub(crate) struct MwShared {
-    pd_id: u32,
+    pd: PdRef,
     mw_type: MwType,
     state: Pin<KBox<Mutex<State>>>,
 }
@@ -122,10 +123,10 @@ impl SrdmaMw {
         _user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<(Self, u32)> {
         let key = Reservation::new(pd.device().mws())?;
-        let rkey = key.id() << 8;
+        let rkey = key.id() << 8 | u32::from(kernel::random::u8());
         let shared = Arc::new(
             MwShared {
-                pd_id: pd.id(),
+                pd: pd.id(),
                 mw_type,
                 state: KBox::pin_init(
                     new_mutex!(State {
@@ -172,7 +173,7 @@ pub(crate) fn bind(
 ) -> core::result::Result<(), Denied> {
     let mw = lookup(dev, b.mw_rkey).ok_or(Denied)?;
     // The new rkey names the same window; only its key byte is the consumer's.
-    if mw.pd_id != q.pd_id || b.new_rkey >> 8 != b.mw_rkey >> 8 || b.access & !WINDOW_ACCESS != 0 {
+    if mw.pd != q.pd || b.new_rkey >> 8 != b.mw_rkey >> 8 || b.access & !WINDOW_ACCESS != 0 {
         return Err(Denied);
     }
     let binding = if b.length == 0 {
@@ -201,12 +202,13 @@ fn new_binding(
     if mw.mw_type == MwType::Type1 && b.access & access::ZERO_BASED != 0 {
         return Err(Denied);
     }
-    if b.mr_lkey & 0xff != 0 || is_window_key(b.mr_lkey) {
+    if is_window_key(b.mr_lkey) {
         return Err(Denied);
     }
     let mr = dev.mrs().lock().get(b.mr_lkey >> 8).ok_or(Denied)?;
     let writable = b.access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
-    if mr.pd_id != q.pd_id
+    if mr.key != b.mr_lkey
+        || mr.pd != q.pd
         || mr.access & access::MW_BIND == 0
         || (writable && mr.access & access::LOCAL_WRITE == 0)
     {
@@ -235,7 +237,7 @@ pub(crate) fn invalidate(
     remote: bool,
 ) -> core::result::Result<(), Denied> {
     let mw = lookup(dev, rkey).ok_or(Denied)?;
-    if mw.mw_type != MwType::Type2 || mw.pd_id != q.pd_id {
+    if mw.mw_type != MwType::Type2 || mw.pd != q.pd {
         return Err(Denied);
     }
     let mut state = mw.state.lock();
@@ -261,7 +263,7 @@ pub(crate) fn resolve(
     len: u64,
 ) -> Option<Span> {
     let mw = lookup(dev, rkey)?;
-    if mw.pd_id != q.pd_id {
+    if mw.pd != q.pd {
         return None;
     }
     let state = mw.state.lock();
@@ -287,5 +289,5 @@ pub(crate) fn resolve(
         mw: mw.clone(),
         generation: state.generation,
     };
-    Some(Span::of_window(mr.clone(), offset, window))
+    Some(Span::of_window(mr.clone(), offset, usize::try_from(len).ok()?, window))
 }

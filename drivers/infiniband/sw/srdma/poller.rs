@@ -25,7 +25,7 @@ use kernel::{
     sync::{Arc, CondVar, Mutex},
     time::{msecs_to_jiffies, Ktime},
     types::ARef,
-    workqueue::{self, Work, WorkItem},
+    workqueue::{Queue, Work, WorkItem},
 };
 
 /// How long the poller keeps looking after the last WQE before it sleeps.
@@ -59,9 +59,12 @@ impl_has_work! {
     impl HasWork<Self> for Poller { self.work }
 }
 
-/// Whether `q` has WQEs the kernel has not taken yet.
+/// Whether `q` has WQEs the kernel can take now: not while the head WQE waits for its RNR
+/// timer (the worker retries it then).
 fn has_send_work(q: &QpShared) -> bool {
-    q.state() == QpState::Rts && q.db.load(DB_SQ_PI).ok() != q.db.load(DB_SQ_CI).ok()
+    q.state() == QpState::Rts
+        && q.db.load(DB_SQ_PI).ok() != q.db.load(DB_SQ_CI).ok()
+        && !q.rnr.waiting(Ktime::ktime_get().to_ns())
 }
 
 fn set_need_wakeup(qps: &[Arc<QpShared>], on: bool) {
@@ -86,22 +89,24 @@ impl Poller {
         )
     }
 
-    /// Starts watching `q` (a user QP of a poll-mode context that entered RTS).
-    pub(crate) fn watch(self: &Arc<Self>, q: &Arc<QpShared>) -> Result {
+    /// Starts watching `q` (a user QP of a poll-mode context that entered RTS); the poller
+    /// runs on the device's `queue`.
+    pub(crate) fn watch(self: &Arc<Self>, queue: &Queue, q: &Arc<QpShared>) -> Result {
         {
             let mut qps = self.qps.lock();
             if !qps.iter().any(|w| Arc::ptr_eq(w, q)) {
                 qps.push(q.clone(), GFP_KERNEL)?;
             }
         }
-        self.wake();
+        self.wake(queue);
         Ok(())
     }
 
-    /// Starts the poller, or ends its nap, after a kick; returns whether it was idle.
-    pub(crate) fn wake(self: &Arc<Self>) -> bool {
+    /// Starts the poller on the device's `queue`, or ends its nap, after a kick; returns
+    /// whether it was idle.
+    pub(crate) fn wake(self: &Arc<Self>, queue: &Queue) -> bool {
         if !self.running.swap(true, Ordering::AcqRel) {
-            let _ = workqueue::system_long().enqueue(self.clone());
+            let _ = queue.enqueue(self.clone());
             return true;
         }
         let napping = self.napping.load(Ordering::Acquire);
@@ -184,7 +189,7 @@ impl WorkItem for Poller {
                 if now - start > BATCH_NS {
                     // Back to the workqueue, which reschedules between work items.
                     drop(qps);
-                    let _ = workqueue::system_long().enqueue(this.clone());
+                    let _ = dev.queue().enqueue(this.clone());
                     return;
                 }
                 core::hint::spin_loop();

@@ -3,6 +3,7 @@
 //! Queue pairs: the work-queue rings, the QP number, and the IB state machine.
 
 use crate::{
+    pd::PdRef,
     counters::QpCounters,
     cq::CqShared,
     device::{SrdmaDevice, PORT},
@@ -13,7 +14,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    new_mutex, new_spinlock,
+    new_mutex, new_spinlock_irqsave,
     prelude::*,
     rdma::{
         mmap::{MmapEntry, SharedPages},
@@ -30,7 +31,7 @@ use kernel::{
         udata::UData,
         Device,
     },
-    sync::{Arc, Mutex, SpinLock},
+    sync::{Arc, Mutex, SpinLockIrqSave},
 };
 
 /// `IB_ACCESS_*` rights a QP may grant to incoming RDMA.
@@ -60,7 +61,7 @@ impl Ring {
 pub(crate) struct QpShared {
     pub(crate) qpn: u32,
     /// The PD of the QP; work requests may only use MRs of the same PD.
-    pub(crate) pd_id: u32,
+    pub(crate) pd: PdRef,
     pub(crate) qp_type: QpType,
     pub(crate) sq_sig_all: bool,
     pub(crate) cap: QpCap,
@@ -69,8 +70,14 @@ pub(crate) struct QpShared {
     pub(crate) attr: Pin<KBox<Mutex<QpAttr>>>,
     /// `attr.qp_state`, readable where the mutex cannot be taken (kernel callers' posts).
     state: AtomicU32,
-    /// Serialises kernel callers' posts, which may come in atomic context.
-    pub(crate) kpost: Pin<KBox<SpinLock<()>>>,
+    /// Serialises kernel callers' posts, which may come in any context (softirq, with
+    /// interrupts off).
+    pub(crate) kpost: Pin<KBox<SpinLockIrqSave<()>>>,
+    /// The PSN of the next message the QP sends (`sq_psn`), moved by the SQ's processing.
+    pub(crate) sq_psn: AtomicU32,
+    /// The PSN the QP expects of the next message it receives (`rq_psn`), moved by the
+    /// deliveries its peer makes.
+    pub(crate) epsn: AtomicU32,
     /// Receiver-not-ready retries of the WQE at the head of the SQ.
     pub(crate) rnr: RnrState,
     /// The context record of a user QP in doorbell mode "poll".
@@ -118,16 +125,22 @@ impl QpShared {
         self.set_state(&mut attr, QpState::Err);
     }
 
-    /// Moves the QP's counts to its device's totals as it is destroyed, holding the locks
-    /// under which they are counted (the SQ's, and the RQ's or the SRQ's), so that no count
-    /// is in the middle of its load and store.
-    pub(crate) fn retire_counters(&self) {
+    /// Ends the QP as it is destroyed, holding the locks that every run of its SQ and every
+    /// delivery to it hold (the SQ's, the RQ's and the SRQ's): the SQ run or delivery in
+    /// progress finishes first, and every later one finds the QP dead and does nothing, so
+    /// nothing of the QP runs and no completion of it appears once destroy returns. Its counts
+    /// move to the device's totals under the same locks, so that no count is in the middle of
+    /// its load and store.
+    pub(crate) fn retire(&self) {
         let _sq = self.sq_ci.lock();
-        let _recv = match &self.srq {
-            Some(srq) => srq.ci.lock(),
-            None => self.rq_ci.lock(),
-        };
+        let _rq = self.rq_ci.lock();
+        let _srq = self.srq.as_ref().map(|srq| srq.ci.lock());
+        self.alive.store(false, Ordering::Release);
         self.counters.retire();
+        if let Some(handle) = self.handle {
+            self.send_cq.forget(handle);
+            self.recv_cq.forget(handle);
+        }
     }
 }
 
@@ -158,8 +171,7 @@ pub(crate) struct SrdmaQp {
 
 impl Drop for SrdmaQp {
     fn drop(&mut self) {
-        self.shared.alive.store(false, Ordering::Release);
-        self.shared.retire_counters();
+        self.shared.retire();
     }
 }
 
@@ -260,7 +272,7 @@ impl SrdmaQp {
         let shared = Arc::new(
             QpShared {
                 qpn,
-                pd_id: pd.id(),
+                pd: pd.id(),
                 qp_type: attr.qp_type,
                 sq_sig_all: attr.sq_sig_all,
                 cap,
@@ -268,7 +280,9 @@ impl SrdmaQp {
                 rq,
                 attr: KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?,
                 state: AtomicU32::new(QpState::Reset as u32),
-                kpost: KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?,
+                kpost: KBox::pin_init(new_spinlock_irqsave!(()), GFP_KERNEL)?,
+                sq_psn: AtomicU32::new(0),
+                epsn: AtomicU32::new(0),
                 rnr: RnrState::new(),
                 ctx_db: user.as_ref().and_then(|u| u.ucontext.ctx_db.clone()),
                 alive: AtomicBool::new(true),
@@ -386,17 +400,21 @@ impl SrdmaQp {
             shared.rnr.reset();
         }
         if next == QpState::Reset {
-            // Back to the state of a new QP: empty rings, indices from 0.
+            // Back to the state of a new QP: empty rings, every index from 0 (the provider
+            // starts its producer indices from 0 again too), so that no WQE posted before the
+            // reset runs after it.
             new = QpAttr::default();
             *sq_ci = 0;
             *rq_ci = 0;
-            shared.db.store(DB_SQ_CI, 0)?;
-            shared.db.store(DB_RQ_CI, 0)?;
-            if shared.handle.is_some() {
-                // A kernel caller's producer indices are the kernel's too.
-                shared.db.store(DB_SQ_PI, 0)?;
-                shared.db.store(DB_RQ_PI, 0)?;
+            for field in [DB_SQ_PI, DB_RQ_PI, DB_SQ_CI, DB_RQ_CI] {
+                shared.db.store(field, 0)?;
             }
+        }
+        if mask.has(QpAttrMask::RQ_PSN) || next == QpState::Reset {
+            shared.epsn.store(new.rq_psn, Ordering::Relaxed);
+        }
+        if mask.has(QpAttrMask::SQ_PSN) || next == QpState::Reset {
+            shared.sq_psn.store(new.sq_psn, Ordering::Relaxed);
         }
         shared.set_state(&mut new, next);
         *cur = new;
@@ -409,7 +427,8 @@ impl SrdmaQp {
         drop(sq_ci);
         if next == QpState::Rts && cur_state != QpState::Rts && shared.ctx_db.is_some() {
             // Doorbell mode "poll": the device's poller watches the QP from now on.
-            qp.device().poller().watch(&qp.shared)?;
+            let dev = qp.device();
+            dev.poller().watch(dev.queue(), &qp.shared)?;
         }
         Ok(())
     }
@@ -418,6 +437,8 @@ impl SrdmaQp {
         let shared = &qp.shared;
         let mut attr = *shared.attr.lock();
         attr.cap = shared.cap;
+        attr.sq_psn = shared.sq_psn.load(Ordering::Relaxed);
+        attr.rq_psn = shared.epsn.load(Ordering::Relaxed);
         if attr.port_num == 0 {
             attr.port_num = PORT;
         }

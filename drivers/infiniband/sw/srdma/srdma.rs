@@ -22,6 +22,7 @@ mod link;
 mod mr;
 mod mw;
 mod params;
+mod payload;
 mod pd;
 mod poller;
 mod qp;

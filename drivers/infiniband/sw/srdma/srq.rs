@@ -5,7 +5,7 @@
 use crate::{device::SrdmaDevice, doorbell::DbRecord, params::*, qp::Ring};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    new_mutex, new_spinlock,
+    new_mutex, new_spinlock_irqsave,
     prelude::*,
     rdma::{
         mmap::MmapEntry,
@@ -15,7 +15,7 @@ use kernel::{
         ucontext::User,
         udata::UData,
     },
-    sync::{Arc, Mutex, SpinLock},
+    sync::{Arc, Mutex, SpinLockIrqSave},
 };
 
 static NEXT_SRQ_NUM: AtomicU32 = AtomicU32::new(1);
@@ -29,7 +29,7 @@ pub(crate) struct SrqShared {
     pub(crate) ci: Pin<KBox<Mutex<u32>>>,
     pub(crate) max_sge: u32,
     /// Serialises kernel callers' posts, which may come in atomic context.
-    pub(crate) kpost: Pin<KBox<SpinLock<()>>>,
+    pub(crate) kpost: Pin<KBox<SpinLockIrqSave<()>>>,
     /// The armed limit: when fewer WQEs remain, the limit event fires and disarms it (0).
     limit: AtomicU32,
     events: Arc<SrqEvents>,
@@ -102,7 +102,7 @@ impl SrdmaSrq {
             db,
             ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
             max_sge: attr.max_sge,
-            kpost: KBox::pin_init(new_spinlock!(()), GFP_KERNEL)?,
+            kpost: KBox::pin_init(new_spinlock_irqsave!(()), GFP_KERNEL)?,
             limit: AtomicU32::new(0),
             events,
         };

@@ -11,13 +11,13 @@
 
 use crate::{device::SrdmaDevice, engine, qp::QpShared};
 use kernel::{
-    impl_has_work, net, new_condvar, new_mutex, new_spinlock, new_work,
+    impl_has_work, net, new_condvar, new_mutex, new_spinlock, new_spinlock_irqsave, new_work,
     prelude::*,
     rdma::Device,
-    sync::{Arc, CondVar, Mutex, SpinLock},
+    sync::{Arc, CondVar, Mutex, SpinLock, SpinLockIrqSave},
     time::{msecs_to_jiffies, Ktime},
     types::ARef,
-    workqueue::{self, Work, WorkItem},
+    workqueue::{Queue, Work, WorkItem},
 };
 
 /// Work item IDs: posted work, RNR retries.
@@ -32,8 +32,9 @@ const RETRY_TICK_MS: u32 = 10;
 pub(crate) struct Worker {
     #[pin]
     work: Work<Worker, POSTED>,
+    /// Kernel callers post (and so queue QPs here) in any context, interrupts off included.
     #[pin]
-    pending: SpinLock<KVec<Arc<QpShared>>>,
+    pending: SpinLockIrqSave<KVec<Arc<QpShared>>>,
     #[pin]
     retry_work: Work<Worker, RETRY>,
     /// Send queues waiting for an RNR retry, with the `ktime` (ns) of the retry.
@@ -58,7 +59,7 @@ impl Worker {
         Arc::pin_init(
             pin_init!(Self {
                 work <- new_work!("srdma::Worker::work"),
-                pending <- new_spinlock!(KVec::new(), "srdma::Worker::pending"),
+                pending <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::pending"),
                 retry_work <- new_work!("srdma::Worker::retry_work"),
                 retries <- new_spinlock!(KVec::new(), "srdma::Worker::retries"),
                 nap <- new_mutex!(()),
@@ -69,8 +70,8 @@ impl Worker {
         )
     }
 
-    /// Queues `qp` for processing; callable in atomic context.
-    pub(crate) fn schedule(self: &Arc<Self>, qp: Arc<QpShared>) -> Result {
+    /// Queues `qp` for processing on the device's `queue`; callable in atomic context.
+    pub(crate) fn schedule(self: &Arc<Self>, queue: &Queue, qp: Arc<QpShared>) -> Result {
         {
             let mut pending = self.pending.lock();
             if !pending.iter().any(|q| Arc::ptr_eq(q, &qp)) {
@@ -78,12 +79,12 @@ impl Worker {
             }
         }
         // Already queued work runs after this and sees the QP.
-        let _ = workqueue::system_unbound().enqueue::<_, POSTED>(self.clone());
+        let _ = queue.enqueue::<_, POSTED>(self.clone());
         Ok(())
     }
 
-    /// Processes the send queue of `qp` again at `ktime` `at` (ns).
-    pub(crate) fn retry_at(self: &Arc<Self>, qp: &Arc<QpShared>, at: i64) -> Result {
+    /// Processes the send queue of `qp` again at `ktime` `at` (ns), on the device's `queue`.
+    pub(crate) fn retry_at(self: &Arc<Self>, queue: &Queue, qp: &Arc<QpShared>, at: i64) -> Result {
         {
             let mut retries = self.retries.lock();
             match retries.iter_mut().find(|(q, _)| Arc::ptr_eq(q, qp)) {
@@ -91,7 +92,7 @@ impl Worker {
                 None => retries.push((qp.clone(), at), GFP_ATOMIC)?,
             }
         }
-        let _ = workqueue::system_unbound().enqueue::<_, RETRY>(self.clone());
+        let _ = queue.enqueue::<_, RETRY>(self.clone());
         Ok(())
     }
 
