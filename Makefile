@@ -22,7 +22,7 @@ help:
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
 	@echo "make provider  build the rdma-core provider (libsrdma-rdmav34.so)"
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
-	@echo "make install install srdma.ko for the running kernel's tree and the provider system-wide"
+	@echo "make install install the provider system-wide (libibverbs' directory, /etc/libibverbs.d)"
 	@echo "make lint    rustfmt and clippy on the Rust code (make fmt formats it)"
 	@echo "make clean   remove the build directory and test output"
 

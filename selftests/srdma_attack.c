@@ -12,7 +12,6 @@
  * address vector does not name. Prints TAP.
  *   srdma_attack DEV_A DEV_B
  */
-#include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,131 +19,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "srdma_tap.h"
+#include "srdma_side.h"
 
 #define BUF 4096
 #define PSN 0x3a5c1
 #define ALL_REMOTE (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		    IBV_ACCESS_REMOTE_ATOMIC)
 
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	char *buf;
-	union ibv_gid gid;
-	int gidx;
-};
-
-/* The index of the first IPv4-mapped GID of port 1 after index `after`, or -1. */
-static int next_v4_gid(struct side *s, int after, union ibv_gid *gid)
-{
-	static const unsigned char v4[12] = { [10] = 0xff, [11] = 0xff };
-
-	for (int i = after + 1; i < 16; i++)
-		if (!ibv_query_gid(s->ctx, 1, i, gid) && !memcmp(gid->raw, v4, sizeof(v4)))
-			return i;
-	return -1;
-}
-
-static int find_gid(struct side *s)
-{
-	return next_v4_gid(s, -1, &s->gid);
-}
-
-static void open_side(struct side *s, const char *name)
-{
-	s->ctx = open_dev(name);
-	s->pd = s->ctx ? ibv_alloc_pd(s->ctx) : NULL;
-	s->cq = s->ctx ? ibv_create_cq(s->ctx, 64, NULL, NULL, 0) : NULL;
-	s->buf = aligned_alloc(4096, BUF);
-	s->mr = s->pd && s->buf ? ibv_reg_mr(s->pd, s->buf, BUF, ALL_REMOTE) : NULL;
-	s->gidx = s->ctx ? find_gid(s) : -1;
-	if (!s->cq || !s->mr || s->gidx < 0) {
-		printf("Bail out! cannot set up %s (%s)\n", name, strerror(errno));
-		exit(1);
-	}
-	memset(s->buf, 0x5a, BUF);
-}
-
-static struct ibv_qp *new_qp(struct side *s, enum ibv_qp_type type)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = type,
-		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-
-	return ibv_create_qp(s->pd, &ia);
-}
-
-/* Brings qp of side s to RTS: talking to dqpn at gid from GID index sgidx, with PSNs. */
-static int connect_qp(struct ibv_qp *qp, struct side *s, int sgidx, uint32_t dqpn,
-		      union ibv_gid *gid, uint32_t sq_psn, uint32_t rq_psn)
-{
-	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
-	int rc = qp->qp_type == IBV_QPT_RC;
-
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE))
-		return -1;
-	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
-				   .qp_access_flags = rc ? ALL_REMOTE & ~IBV_ACCESS_LOCAL_WRITE :
-						  IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   IBV_QP_ACCESS_FLAGS))
-		return -1;
-	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				   .dest_qp_num = dqpn, .rq_psn = rq_psn, .max_dest_rd_atomic = 1,
-				   .min_rnr_timer = 1,
-				   .ah_attr = { .is_global = 1, .port_num = 1,
-						.grh = { .dgid = *gid, .sgid_index = sgidx,
-							 .hop_limit = 1 } } };
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | (rc ? IBV_QP_MAX_DEST_RD_ATOMIC |
-						   IBV_QP_MIN_RNR_TIMER : 0)))
-		return -1;
-	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = sq_psn, .timeout = 1,
-				   .retry_cnt = 1, .rnr_retry = 0, .max_rd_atomic = 1 };
-	return ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				      (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					    IBV_QP_MAX_QP_RD_ATOMIC : 0));
-}
-
-static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, struct side *s, uint32_t lkey,
-		uint64_t addr, uint32_t len, uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
-	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op,
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = { .remote_addr = raddr, .rkey = rkey } }, *bad;
-
-	(void)s;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
-static int post_recv(struct ibv_qp *qp, struct side *s)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = BUF, .lkey = s->mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
-}
-
 /* The status of the next completion on cq within 2 s, or -1 if none came. */
 static int next_status(struct ibv_cq *cq)
 {
 	struct ibv_wc wc;
 
-	for (int i = 0; i < 2000; i++) {
-		int n = ibv_poll_cq(cq, 1, &wc);
+	return next_wc(cq, 2000, &wc);
+}
 
-		if (n > 0)
-			return wc.status;
-		if (n < 0)
-			return -2;
-		usleep(1000);
-	}
-	return -1;
+static void open_attack_side(struct side *s, const char *name)
+{
+	open_side(s, name, BUF, ALL_REMOTE);
+	memset(s->buf, 0x5a, BUF);
 }
 
 /* Attacker mode: reports each attack as "RESULT DESCRIPTION" lines on stdout. */
@@ -158,11 +51,11 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 
 	/* Each line reaches the victim as it is printed, also if this process dies. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	open_side(&s, dev);
+	open_attack_side(&s, dev);
 	for (int i = 0; i < 16; i++)
 		sscanf(vgid + 2 * i, "%2hhx", &gid.raw[i]);
-	qp = new_qp(&s, IBV_QPT_RC);
-	uc = new_qp(&s, IBV_QPT_UC);
+	qp = side_qp(&s, IBV_QPT_RC);
+	uc = side_qp(&s, IBV_QPT_UC);
 	if (!qp || !uc)
 		return 1;
 
@@ -177,10 +70,10 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 		{ IBV_WR_ATOMIC_FETCH_AND_ADD, "an atomic with the victim's rkey" },
 	};
 	for (unsigned int i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++) {
-		if (connect_qp(qp, &s, s.gidx, vqpn, &gid, PSN, 0))
+		if (connect_qp(qp, vqpn, &gid, (struct conn){ s.gidx, PSN }))
 			return 1;
 		memset(s.buf, 0x11, BUF);
-		post(qp, attacks[i].op, &s, s.mr->lkey, (uintptr_t)s.buf,
+		post_one(qp, attacks[i].op, s.mr->lkey, (uintptr_t)s.buf,
 		     attacks[i].op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 64, raddr, rkey);
 		st = next_status(s.cq);
 		printf("%d %s fails with RETRY_EXC_ERR (status %d)\n", st == IBV_WC_RETRY_EXC_ERR,
@@ -190,13 +83,13 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 	}
 
 	/* A UC QP aimed at the RC QP: UC never learns, but nothing may arrive. */
-	if (connect_qp(uc, &s, s.gidx, vqpn, &gid, PSN, 0))
+	if (connect_qp(uc, vqpn, &gid, (struct conn){ s.gidx, PSN }))
 		return 1;
-	post(uc, IBV_WR_SEND, &s, s.mr->lkey, (uintptr_t)s.buf, 64, 0, 0);
+	post_one(uc, IBV_WR_SEND, s.mr->lkey, (uintptr_t)s.buf, 64, 0, 0);
 	st = next_status(s.cq);
 	printf("%d a UC SEND to an RC QP completes at the sender only (status %d)\n",
 	       st == IBV_WC_SUCCESS, st);
-	post(uc, IBV_WR_RDMA_WRITE, &s, s.mr->lkey, (uintptr_t)s.buf, 64, raddr, rkey);
+	post_one(uc, IBV_WR_RDMA_WRITE, s.mr->lkey, (uintptr_t)s.buf, 64, raddr, rkey);
 	st = next_status(s.cq);
 	printf("%d a UC RDMA WRITE to an RC QP completes at the sender only (status %d)\n",
 	       st == IBV_WC_SUCCESS, st);
@@ -205,9 +98,9 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 	 * user QP's SGE that names one fails before a byte moves. */
 	refused = 0;
 	for (uint32_t key = 1 << 8; key < 4 << 8; key++) {
-		if (connect_qp(qp, &s, s.gidx, qp->qp_num, &s.gid, 0, 0))
+		if (connect_qp(qp, qp->qp_num, &s.gid, (struct conn){ s.gidx }))
 			return 1;
-		post(qp, IBV_WR_SEND, &s, key, 0xffff888000100000ull, 64, 0, 0);
+		post_one(qp, IBV_WR_SEND, key, 0xffff888000100000ull, 64, 0, 0);
 		st = next_status(s.cq);
 		if (st == IBV_WC_LOC_PROT_ERR)
 			refused++;
@@ -238,12 +131,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("TAP version 13\n");
-	open_side(&A, argv[1]);
-	open_side(&B, argv[2]);
-	p = new_qp(&A, IBV_QPT_RC);
-	v = new_qp(&B, IBV_QPT_RC);
-	if (!p || !v || connect_qp(p, &A, A.gidx, v->qp_num, &B.gid, PSN, 0) ||
-	    connect_qp(v, &B, B.gidx, p->qp_num, &A.gid, 0, PSN) || post_recv(v, &B)) {
+	open_attack_side(&A, argv[1]);
+	open_attack_side(&B, argv[2]);
+	p = side_qp(&A, IBV_QPT_RC);
+	v = side_qp(&B, IBV_QPT_RC);
+	if (!p || !v || connect_qp(p, v->qp_num, &B.gid, (struct conn){ A.gidx, PSN, 0 }) ||
+	    connect_qp(v, p->qp_num, &A.gid, (struct conn){ B.gidx, 0, PSN }) ||
+	    post_recv_one(v, &B, BUF)) {
 		printf("Bail out! cannot connect the victim (%s)\n", strerror(errno));
 		return 1;
 	}
@@ -286,7 +180,7 @@ int main(int argc, char **argv)
 		st &= B.buf[i] == 0x5a;
 	result(st, "victim: its buffer is unchanged");
 	memset(A.buf, 0x77, 64);
-	post(p, IBV_WR_SEND, &A, A.mr->lkey, (uintptr_t)A.buf, 64, 0, 0);
+	post_one(p, IBV_WR_SEND, A.mr->lkey, (uintptr_t)A.buf, 64, 0, 0);
 	result(next_status(A.cq) == IBV_WC_SUCCESS && next_status(B.cq) == IBV_WC_SUCCESS &&
 	       B.buf[0] == 0x77, "victim: its peer's SEND with the expected PSN still arrives");
 
@@ -305,16 +199,17 @@ int main(int argc, char **argv)
 		{ other_gidx, PSN, "a source GID the responder's address vector does not name" },
 	};
 	for (int i = 0; i < 2; i++) {
-		struct ibv_qp *p2 = new_qp(&A, IBV_QPT_RC), *v2 = new_qp(&B, IBV_QPT_RC);
+		struct ibv_qp *p2 = side_qp(&A, IBV_QPT_RC), *v2 = side_qp(&B, IBV_QPT_RC);
 		union ibv_gid g0;
 
 		if (!p2 || !v2 || wrong[i].sgidx < 0 || ibv_query_gid(A.ctx, 1, wrong[i].sgidx, &g0) ||
-		    connect_qp(p2, &A, wrong[i].sgidx, v2->qp_num, &B.gid, wrong[i].psn, 0) ||
-		    connect_qp(v2, &B, B.gidx, p2->qp_num, &A.gid, 0, PSN) || post_recv(v2, &B)) {
+		    connect_qp(p2, v2->qp_num, &B.gid, (struct conn){ wrong[i].sgidx, wrong[i].psn }) ||
+		    connect_qp(v2, p2->qp_num, &A.gid, (struct conn){ B.gidx, 0, PSN }) ||
+		    post_recv_one(v2, &B, BUF)) {
 			result(0, "set up a pair for %s", wrong[i].what);
 			continue;
 		}
-		post(p2, IBV_WR_SEND, &A, A.mr->lkey, (uintptr_t)A.buf, 64, 0, 0);
+		post_one(p2, IBV_WR_SEND, A.mr->lkey, (uintptr_t)A.buf, 64, 0, 0);
 		st = next_status(A.cq);
 		result(st == IBV_WC_RETRY_EXC_ERR && next_status(B.cq) == -1,
 		       "%s: the sender gets RETRY_EXC_ERR (%d), the receiver nothing", wrong[i].what,

@@ -8,119 +8,16 @@
  * Prints TAP.
  *   srdma_edges DEV_A DEV_B
  */
-#include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "srdma_tap.h"
+#include "srdma_side.h"
 
 #define BIG (64u << 20)
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	unsigned char *buf;
-	union ibv_gid gid;
-	int gidx;
-};
-
-static int find_gid(struct side *s)
-{
-	static const unsigned char v4[12] = { [10] = 0xff, [11] = 0xff };
-
-	for (int i = 0; i < 16; i++)
-		if (!ibv_query_gid(s->ctx, 1, i, &s->gid) && !memcmp(s->gid.raw, v4, sizeof(v4)))
-			return i;
-	return -1;
-}
-
-static void open_side(struct side *s, const char *name)
-{
-	s->ctx = open_dev(name);
-	s->pd = s->ctx ? ibv_alloc_pd(s->ctx) : NULL;
-	s->cq = s->ctx ? ibv_create_cq(s->ctx, 64, NULL, NULL, 0) : NULL;
-	s->buf = aligned_alloc(4096, BIG);
-	s->mr = s->pd && s->buf ? ibv_reg_mr(s->pd, s->buf, BIG, ACCESS) : NULL;
-	s->gidx = s->ctx ? find_gid(s) : -1;
-	if (!s->cq || !s->mr || s->gidx < 0) {
-		printf("Bail out! cannot set up %s (%s)\n", name, strerror(errno));
-		exit(1);
-	}
-}
-
-static struct ibv_qp *new_qp(struct side *s)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-
-	return ibv_create_qp(s->pd, &ia);
-}
-
-static int connect_qp(struct ibv_qp *qp, struct side *s, uint32_t dqpn, union ibv_gid *gid,
-		      int rnr_retry)
-{
-	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						     IBV_ACCESS_REMOTE_READ };
-
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   IBV_QP_ACCESS_FLAGS))
-		return -1;
-	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				   .dest_qp_num = dqpn, .max_dest_rd_atomic = 1,
-				   .min_rnr_timer = 12, /* 0.64 ms */
-				   .ah_attr = { .is_global = 1, .port_num = 1,
-						.grh = { .dgid = *gid, .sgid_index = s->gidx,
-							 .hop_limit = 1 } } };
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 1,
-				   .rnr_retry = rnr_retry, .max_rd_atomic = 1 };
-	return ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-static int post(struct ibv_qp *qp, enum ibv_wr_opcode op, struct side *s, uint32_t len,
-		struct side *peer)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = len, .lkey = s->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = { .remote_addr = (uintptr_t)peer->buf,
-					       .rkey = peer->mr->rkey } }, *bad;
-
-	return ibv_post_send(qp, &wr, &bad);
-}
-
-static int post_recv(struct ibv_qp *qp, struct side *s, uint32_t len)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = len, .lkey = s->mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	return ibv_post_recv(qp, &wr, &bad);
-}
-
-/* The next completion on cq within ms milliseconds: its status, or -1. */
-static int next_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
-{
-	for (int i = 0; i < ms; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n)
-			return n < 0 ? -2 : (int)wc->status;
-		usleep(1000);
-	}
-	return -1;
-}
 
 /* Fills p with n pseudo-random bytes (xorshift64: fast enough under emulation). */
 static void fill(unsigned char *p, size_t n, uint64_t seed)
@@ -146,11 +43,12 @@ static void big(struct side *A, struct side *B, struct ibv_qp *a, struct ibv_qp 
 
 	fill(from->buf, len, len + op);
 	memset(to->buf, 0, len);
-	if (op == IBV_WR_SEND && post_recv(b, B, len)) {
+	if (op == IBV_WR_SEND && post_recv_one(b, B, len)) {
 		result(0, "%s of %u MiB: post the receive", name, len >> 20);
 		return;
 	}
-	if (post(a, op, A, len, B)) {
+	if (post_one(a, op, A->mr->lkey, (uintptr_t)A->buf, len, (uintptr_t)B->buf,
+		     B->mr->rkey)) {
 		result(0, "%s of %u MiB: post", name, len >> 20);
 		return;
 	}
@@ -175,12 +73,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("TAP version 13\n");
-	open_side(&A, argv[1]);
-	open_side(&B, argv[2]);
-	a = new_qp(&A);
-	b = new_qp(&B);
-	if (!a || !b || connect_qp(a, &A, b->qp_num, &B.gid, 0) ||
-	    connect_qp(b, &B, a->qp_num, &A.gid, 0)) {
+	open_side(&A, argv[1], BIG, ACCESS);
+	open_side(&B, argv[2], BIG, ACCESS);
+	a = side_qp(&A, IBV_QPT_RC);
+	b = side_qp(&B, IBV_QPT_RC);
+	if (!a || !b || connect_qp(a, b->qp_num, &B.gid, (struct conn){ A.gidx }) ||
+	    connect_qp(b, a->qp_num, &A.gid, (struct conn){ B.gidx })) {
 		printf("Bail out! cannot connect (%s)\n", strerror(errno));
 		return 1;
 	}
@@ -194,20 +92,20 @@ int main(int argc, char **argv)
 
 	/* a's SEND finds no receive at b and waits for RNR retries (7: forever); destroying a
 	 * must end them. */
-	a = new_qp(&A);
-	b = new_qp(&B);
-	if (!a || !b || connect_qp(a, &A, b->qp_num, &B.gid, 7) ||
-	    connect_qp(b, &B, a->qp_num, &A.gid, 0)) {
+	a = side_qp(&A, IBV_QPT_RC);
+	b = side_qp(&B, IBV_QPT_RC);
+	if (!a || !b || connect_qp(a, b->qp_num, &B.gid, (struct conn){ A.gidx, .rnr_retry = 7 }) ||
+	    connect_qp(b, a->qp_num, &A.gid, (struct conn){ B.gidx })) {
 		printf("Bail out! cannot connect (%s)\n", strerror(errno));
 		return 1;
 	}
 	memset(A.buf, 0x42, 64);
 	memset(B.buf, 0, 64);
-	post(a, IBV_WR_SEND, &A, 64, &B);
+	post_one(a, IBV_WR_SEND, A.mr->lkey, (uintptr_t)A.buf, 64, 0, 0);
 	usleep(20000);
 	result(next_wc(A.cq, 1, &wc) == -1, "an RNR-refused SEND keeps waiting for a receive");
 	result(!ibv_destroy_qp(a), "ibv_destroy_qp with the RNR retry pending");
-	post_recv(b, &B, 64);
+	post_recv_one(b, &B, 64);
 	st = next_wc(B.cq, 300, &wc);
 	result(st == -1 && B.buf[0] == 0,
 	       "after destroy nothing of the QP runs: its peer's new receive stays empty (%d)", st);

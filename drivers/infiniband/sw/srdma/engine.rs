@@ -129,6 +129,9 @@ fn find_dest(dgid: &[u8; 16], qpn: u32) -> Option<Dest> {
     Some(Dest { dev, qp })
 }
 
+/// The most WQEs one run of a send queue carries out (a kick, a worker or poller pass).
+const SQ_BUDGET: u32 = 128;
+
 /// Mask of a 24-bit packet sequence number.
 const PSN_MASK: u32 = 0xff_ffff;
 
@@ -300,10 +303,13 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
     let attr = *q.attr.lock();
     match attr.qp_state {
         QpState::Rts => {}
-        // Work posted to a QP in the error state completes as flushed.
+        // Work posted to a QP in the error state completes as flushed, receives included
+        // (ib_drain_rq posts one and waits for its flush).
         QpState::Err => {
             wait_for_responders(q);
             flush(q, true, ci);
+            let mut rq_ci = q.rq_ci.lock();
+            flush(q, false, &mut rq_ci);
             return Ok(());
         }
         _ => return Err(EINVAL),
@@ -321,7 +327,13 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
     }
     q.counters.send.doorbell(pending);
     let mut failed = false;
-    for _ in 0..pending {
+    for n in 0..pending {
+        if n == SQ_BUDGET && !failed {
+            // The rest runs on the device's worker, after the workqueue had its chance to
+            // reschedule: no kick or pass works without bound.
+            dev.worker().schedule(dev.queue(), q.clone())?;
+            return Ok(());
+        }
         let off = (*ci & (q.sq.wqe_cnt - 1)) as usize * q.sq.wqe_size as usize;
         let ctrl: srdma_wqe_ctrl = q.sq.mem.read_obj(off)?;
         let mut rnr_timer = None;

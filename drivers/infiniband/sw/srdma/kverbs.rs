@@ -224,14 +224,20 @@ fn post_recv_ring(
     result
 }
 
-/// `post_recv` of kernel callers.
+/// `post_recv` of kernel callers. Receives posted to a QP in the error state complete as
+/// flushed, from the device's worker (this may run in atomic context).
 pub(crate) fn post_recv(qp: &Qp<SrdmaDevice>, wrs: &mut kernel::rdma::wr::RecvWrs<'_>) -> Result {
     let q = &qp.shared;
     let rq = q.rq.as_ref().ok_or(EINVAL)?;
     if q.state() == QpState::Reset {
         return Err(EINVAL);
     }
-    post_recv_ring(rq, &q.db, &q.kpost, q.cap.max_recv_sge, wrs)
+    let result = post_recv_ring(rq, &q.db, &q.kpost, q.cap.max_recv_sge, wrs);
+    if q.state() == QpState::Err {
+        let dev = qp.device();
+        dev.worker().schedule(dev.queue(), q.clone())?;
+    }
+    result
 }
 
 /// `post_srq_recv` of kernel callers.

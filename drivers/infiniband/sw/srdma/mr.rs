@@ -185,7 +185,43 @@ pub(crate) struct MrShared {
     pub(crate) length: u64,
     pub(crate) access: u32,
     /// Memory windows bound to the MR; it cannot be deregistered while there are any.
-    pub(crate) windows: AtomicU32,
+    pub(crate) windows: WindowCount,
+}
+
+/// The windows bound to an MR and whether the MR is being deregistered, in one word, so that
+/// of a bind and a deregistration racing each other exactly one succeeds.
+pub(crate) struct WindowCount(AtomicU32);
+
+impl WindowCount {
+    /// Set once the MR is being deregistered; binds fail from then on.
+    const DEREGISTERING: u32 = 1 << 31;
+
+    fn new() -> Self {
+        Self(AtomicU32::new(0))
+    }
+
+    /// Counts one more window bound to the MR, unless the MR is being deregistered.
+    pub(crate) fn bind(&self) -> core::result::Result<(), Denied> {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n & Self::DEREGISTERING == 0).then_some(n + 1)
+            })
+            .map(|_| ())
+            .map_err(|_| Denied)
+    }
+
+    /// Counts one window fewer.
+    pub(crate) fn unbind(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Marks the MR as being deregistered if no window is bound to it, else fails with `EBUSY`.
+    fn deregister(&self) -> Result {
+        self.0
+            .compare_exchange(0, Self::DEREGISTERING, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| EBUSY)
+    }
 }
 
 /// srdma's part of a memory region.
@@ -195,14 +231,10 @@ pub(crate) struct SrdmaMr {
 }
 
 impl SrdmaMr {
-    /// Refuses deregistration while windows are bound to the MR, as verbs requires. A bind
-    /// that races with the deregistration may still take the MR: its pages then stay pinned,
-    /// and reachable through the window, until the window is unbound or deallocated.
+    /// Refuses deregistration while windows are bound to the MR, as verbs requires; once it
+    /// allows it, no bind can take the MR any more.
     pub(crate) fn may_dereg(&self) -> Result {
-        if self.shared.windows.load(Ordering::Relaxed) != 0 {
-            return Err(EBUSY);
-        }
-        Ok(())
+        self.shared.windows.deregister()
     }
 
     /// Gives the MR described by `mem`, `iova`, `length` and `access` a key and makes it
@@ -224,7 +256,7 @@ impl SrdmaMr {
                 iova,
                 length,
                 access,
-                windows: AtomicU32::new(0),
+                windows: WindowCount::new(),
             },
             GFP_KERNEL,
         )?;

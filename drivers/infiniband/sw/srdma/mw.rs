@@ -15,7 +15,6 @@ use crate::{
     qp::QpShared,
     table::Reservation,
 };
-use core::sync::atomic::Ordering;
 use kernel::{
     new_mutex,
     prelude::*,
@@ -42,15 +41,16 @@ const WINDOW_ACCESS: u32 = access::REMOTE_READ
 struct BoundMr(Arc<MrShared>);
 
 impl BoundMr {
-    fn new(mr: Arc<MrShared>) -> Self {
-        mr.windows.fetch_add(1, Ordering::Relaxed);
-        Self(mr)
+    /// Counts a window bound to `mr`; fails if `mr` is being deregistered.
+    fn new(mr: Arc<MrShared>) -> core::result::Result<Self, Denied> {
+        mr.windows.bind()?;
+        Ok(Self(mr))
     }
 }
 
 impl Drop for BoundMr {
     fn drop(&mut self) {
-        self.0.windows.fetch_sub(1, Ordering::Relaxed);
+        self.0.windows.unbind();
     }
 }
 
@@ -219,7 +219,7 @@ fn new_binding(
         return Err(Denied);
     }
     Ok(Binding {
-        mr: BoundMr::new(mr),
+        mr: BoundMr::new(mr)?,
         start: b.addr,
         length: b.length,
         access: b.access,
