@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The trust boundary (Documentation/infiniband/srdma.rst, "Security model"), between two srdma
 # devices on this host: srdma_attack.c's victim and attacker processes, srdma_edges.c's huge
-# messages and a QP destroyed with work pending, and the kernel log clean of anything they
-# might provoke.
+# messages and a QP destroyed with work pending, srdma_limits.c's objects up to and past each
+# advertised limit, and the kernel log clean of anything they might provoke.
 
 . "$(dirname "$0")/lib.sh"
 require_cmd rdma ip cc timeout dmesg
@@ -19,6 +19,21 @@ mark="srdma_security start $$"
 echo "$mark" > /dev/kmsg
 c_tap attack 300 srdma_attack srdma_a srdma_b
 c_tap edges 300 srdma_edges srdma_a srdma_b
+c_tap limits 900 srdma_limits srdma_a
+# Ring memory is charged to the creating process's memory cgroup: 64 CQs of 2 MiB do not fit
+# under a 32 MiB limit.
+cg=/sys/fs/cgroup
+mountpoint -q "$cg" || mount -t cgroup2 none "$cg" 2>/dev/null
+if grep -qw memory "$cg/cgroup.controllers" 2>/dev/null && prog srdma_limits; then
+	echo +memory > "$cg/cgroup.subtree_control" 2>/dev/null
+	mkdir -p "$cg/srdma-limits"
+	echo 32M > "$cg/srdma-limits/memory.max"
+	tap_run memcg 300 bash -c 'echo $$ > "$1/srdma-limits/cgroup.procs" && exec "$2" srdma_a rings 64' \
+		_ "$cg" "$PROG"
+	rmdir "$cg/srdma-limits"
+else
+	skip "memcg: ring memory charged to the cgroup" "no cgroup v2 memory controller"
+fi
 no_user_qps_left
 log=$(dmesg | sed -n "/$mark/,\$p")
 check "kernel log: no warning or oops during the attacks" \

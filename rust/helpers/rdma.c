@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 #include <linux/mm.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -35,4 +36,18 @@ bool rust_helper_ib_uses_virt_dma(struct ib_device *dev)
 bool rust_helper_virt_addr_valid(unsigned long addr)
 {
 	return virt_addr_valid(addr);
+}
+
+/*
+ * vmalloc_user() charged to the caller's memory cgroup: memory that a process maps from a
+ * driver (rings, doorbell pages) counts against that process's memory limit. Its size is the
+ * process's choice, so running out is the process's error: no allocation-failure warning and
+ * no OOM kill, just NULL.
+ */
+void *rust_helper_vmalloc_user_account(unsigned long size)
+{
+	return __vmalloc_node_range(size, SHMLBA, VMALLOC_START, VMALLOC_END,
+				    GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN |
+				    __GFP_RETRY_MAYFAIL, PAGE_KERNEL, VM_USERMAP, NUMA_NO_NODE,
+				    __builtin_return_address(0));
 }

@@ -12,4 +12,3 @@ pub fn u8() -> u8 {
     // SAFETY: `get_random_u8` has no preconditions and may be called from any context.
     unsafe { bindings::get_random_u8() }
 }
-

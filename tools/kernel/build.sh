@@ -19,7 +19,7 @@ tarball=/usr/src/linux-source-6.12.tar.xz
 tools=${SRDMA_TOOLS:-$cache/tools}
 patches=$top/tools/kernel/patches
 # The config: srdma.config, plus the fragment SRDMA_KCONFIG_EXTRA names (debug builds, in
-# their own SRDMA_BUILD: e.g. tools/kernel/lockdep.config).
+# their own SRDMA_BUILD: e.g. tools/kernel/kasan.config).
 mkdir -p "$cache" "$build"
 fragment=$build/.srdma-fragment.want
 cat "$top/tools/kernel/srdma.config" ${SRDMA_KCONFIG_EXTRA:+"$SRDMA_KCONFIG_EXTRA"} > "$fragment"

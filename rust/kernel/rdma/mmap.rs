@@ -45,8 +45,9 @@ shared_atomic!(AtomicU8, AtomicU32, AtomicU64);
 ///
 /// # Invariants
 ///
-/// `ptr` is a `vmalloc_user` allocation of `len` bytes (a multiple of the page size), owned by
-/// this value. Its contents may change at any time (userspace writes to it); the kernel only
+/// `ptr` is a `vmalloc_user`-style (`VM_USERMAP`) allocation of `len` bytes (a multiple of
+/// the page size), owned by this value. Its contents may change at any time (userspace writes
+/// to it); the kernel only
 /// accesses them through atomics (never references or plain copies), so that concurrent
 /// writes from userspace are never a data race on the kernel's side.
 pub struct SharedPages {
@@ -61,7 +62,8 @@ unsafe impl Send for SharedPages {}
 unsafe impl Sync for SharedPages {}
 
 impl SharedPages {
-    /// Allocates `len` bytes, rounded up to whole pages, zeroed.
+    /// Allocates `len` bytes, rounded up to whole pages, zeroed, and charged to the memory
+    /// cgroup of the calling task (the process that will map them).
     pub fn new(len: usize) -> Result<Arc<Self>> {
         if len == 0 {
             return Err(EINVAL);
@@ -69,8 +71,9 @@ impl SharedPages {
         let len = len
             .checked_next_multiple_of(bindings::PAGE_SIZE)
             .ok_or(EINVAL)?;
-        // SAFETY: `vmalloc_user_noprof` takes any size and returns zeroed memory or null.
-        let ptr = unsafe { bindings::vmalloc_user_noprof(len as _) }.cast::<u8>();
+        // SAFETY: `vmalloc_user_account` takes any size and returns zeroed memory that
+        // `remap_vmalloc_range` may map, or null.
+        let ptr = unsafe { bindings::vmalloc_user_account(len as _) }.cast::<u8>();
         let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
         // INVARIANT: `ptr` is a fresh `vmalloc_user` allocation of `len` bytes.
         Arc::new(Self { ptr, len }, GFP_KERNEL).map_err(|e| {
@@ -107,7 +110,8 @@ impl SharedPages {
     /// Stores `value` at `offset` (4-byte aligned) with release ordering: what the kernel wrote
     /// before is visible to userspace once it sees the value.
     pub fn store_u32(&self, offset: usize, value: u32) -> Result {
-        self.atomic::<AtomicU32>(offset)?.store(value, Ordering::Release);
+        self.atomic::<AtomicU32>(offset)?
+            .store(value, Ordering::Release);
         Ok(())
     }
 
@@ -120,7 +124,10 @@ impl SharedPages {
         for chunk in dst.chunks_mut(8) {
             match <&mut [u8; 8]>::try_from(&mut *chunk) {
                 Ok(word) if at % 8 == 0 => {
-                    *word = self.atomic::<AtomicU64>(at)?.load(Ordering::Relaxed).to_ne_bytes();
+                    *word = self
+                        .atomic::<AtomicU64>(at)?
+                        .load(Ordering::Relaxed)
+                        .to_ne_bytes();
                 }
                 _ => {
                     for (i, b) in chunk.iter_mut().enumerate() {
@@ -145,7 +152,8 @@ impl SharedPages {
                 }
                 _ => {
                     for (i, b) in chunk.iter().enumerate() {
-                        self.atomic::<AtomicU8>(at + i)?.store(*b, Ordering::Relaxed);
+                        self.atomic::<AtomicU8>(at + i)?
+                            .store(*b, Ordering::Relaxed);
                     }
                 }
             }
@@ -160,7 +168,11 @@ impl SharedPages {
     /// through atomics, so that its reads and writes are defined whatever userspace does
     /// meanwhile (relaxed ones compile to plain loads and stores).
     fn atomic<A: SharedAtomic>(&self, offset: usize) -> Result<&A> {
-        self.check(offset, core::mem::size_of::<A>(), core::mem::align_of::<A>())?;
+        self.check(
+            offset,
+            core::mem::size_of::<A>(),
+            core::mem::align_of::<A>(),
+        )?;
         // SAFETY: In bounds and aligned (checked); the memory lives as long as `self` and is
         // only ever accessed through atomics on the kernel side (type invariant).
         Ok(unsafe { A::at(self.ptr.as_ptr().add(offset)) })

@@ -2,7 +2,12 @@
 
 //! Completion queues: a ring of CQEs that the process maps and polls without a syscall.
 
-use crate::{device::SrdmaDevice, doorbell::DbRecord, params::MAX_CQE};
+use crate::{
+    device::SrdmaDevice,
+    doorbell::DbRecord,
+    limits::{Charge, Kind},
+    params::MAX_CQE,
+};
 use core::sync::atomic::{fence, AtomicBool, Ordering};
 use kernel::{
     new_spinlock_irqsave,
@@ -232,6 +237,8 @@ const OWNER_OFFSET: usize = CQE_SIZE - 4;
 /// srdma's part of a completion queue.
 pub(crate) struct SrdmaCq {
     pub(crate) shared: Arc<CqShared>,
+    /// Its place within the device's limit.
+    _charge: Charge,
 }
 
 impl Drop for SrdmaCq {
@@ -255,6 +262,7 @@ impl SrdmaCq {
         if attr.flags != 0 {
             return Err(EOPNOTSUPP);
         }
+        let charge = dev.limits().charge(Kind::Cq)?;
         let ring = CqRing::new(attr.cqe, user.as_ref())?;
         let cq_id = dev.next_cq_id();
         let db = DbRecord::alloc_for(dev, user.as_ref())?;
@@ -273,6 +281,7 @@ impl SrdmaCq {
         Ok((
             SrdmaCq {
                 shared: Arc::new(shared, GFP_KERNEL)?,
+                _charge: charge,
             },
             cqe,
         ))
@@ -310,7 +319,9 @@ impl SrdmaCq {
             cqe_buf[OWNER_OFFSET..].copy_from_slice(&1u32.to_le_bytes());
             new.mem.write(i as usize * CQE_SIZE, &cqe_buf)?;
             let from_slot = (consumer.wrapping_add(i) & (ring.cqe_cnt - 1)) as usize;
-            if let (Some(to), Some(from)) = (new.handles.get_mut(i as usize), ring.handles.get(from_slot)) {
+            if let (Some(to), Some(from)) =
+                (new.handles.get_mut(i as usize), ring.handles.get(from_slot))
+            {
                 *to = *from;
             }
         }

@@ -8,6 +8,7 @@ use crate::{
     counters::{Counter, DeviceCounters, DESCS},
     cq::SrdmaCq,
     doorbell::{new_pool, DbPool},
+    limits::{Kind, Limits},
     mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
     mw::{MwShared, SrdmaMw, MW_INDEX_MAX, MW_INDEX_MIN},
     pd::{Owner, SrdmaPd},
@@ -20,7 +21,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    net, new_mutex,
+    c_str, net, new_mutex,
     prelude::*,
     rdma::{
         self,
@@ -42,7 +43,6 @@ use kernel::{
         wr::{RecvWrs, SendWrs},
         Device, PortEvent,
     },
-    c_str,
     sync::{Arc, Mutex},
     types::ARef,
     workqueue::{OwnedQueue, Queue, QueueFlags},
@@ -78,6 +78,8 @@ pub(crate) struct SrdmaDevice {
     poller: Arc<Poller>,
     /// The doorbell mode (`SRDMA_DB_MODE_*`) of new contexts; the `doorbell_mode` attribute.
     doorbell_mode: AtomicU32,
+    /// The live objects, within the limits the device advertises.
+    limits: Arc<Limits>,
     /// The hardware counters that destroyed QPs left behind; live QPs count in their own.
     counters: Arc<DeviceCounters>,
 }
@@ -102,6 +104,7 @@ impl SrdmaDevice {
             mws: new_table(MW_INDEX_MIN, MW_INDEX_MAX)?,
             atomics: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
             counters: DeviceCounters::new()?,
+            limits: Limits::new()?,
         })
     }
 
@@ -139,6 +142,10 @@ impl SrdmaDevice {
 
     pub(crate) fn doorbell_mode(&self) -> u32 {
         self.doorbell_mode.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn limits(&self) -> &Arc<Limits> {
+        &self.limits
     }
 
     pub(crate) fn counters(&self) -> &Arc<DeviceCounters> {
@@ -230,12 +237,13 @@ impl rdma::Driver for SrdmaDevice {
         Ok(())
     }
 
-    fn alloc_pd(_dev: &Device<Self>, user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
-        SrdmaPd::new(if user.is_some() {
+    fn alloc_pd(dev: &Device<Self>, user: Option<User<'_, Self>>) -> Result<SrdmaPd> {
+        let owner = if user.is_some() {
             Owner::User
         } else {
             Owner::Kernel
-        })
+        };
+        SrdmaPd::new(owner, dev.limits.charge(Kind::Pd)?)
     }
 
     fn reg_user_mr(

@@ -165,8 +165,8 @@ fn advance_psn(q: &QpShared, dest: &Dest) {
 /// Finds the destination of an RC or UC request of `q` and checks that it accepts it
 /// ([`accepts`]); counts the request as sent either way.
 fn connected_dest(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr) -> Option<Dest> {
-    let dest = find_dest(&attr.ah_attr.dgid, attr.dest_qp_num)
-        .filter(|dest| accepts(dev, dest, q, attr));
+    let dest =
+        find_dest(&attr.ah_attr.dgid, attr.dest_qp_num).filter(|dest| accepts(dev, dest, q, attr));
     q.counters.send.sent(dest.as_ref().map(|d| &d.qp.counters));
     dest
 }

@@ -9,10 +9,10 @@
 //! copy touches the pages any more and the caller may unmap them.
 
 use crate::{
-    pd::PdRef,
     device::SrdmaDevice,
     mr::{Denied, MrMem},
     params::MAX_FAST_REG_PAGES,
+    pd::PdRef,
 };
 use kernel::{
     new_mutex, new_spinlock,

@@ -4,11 +4,12 @@
 //! in a fast-register MR; the keys that name them, and the spans of memory a key grants.
 
 use crate::{
-    pd::{Owner, PdRef},
     device::SrdmaDevice,
     fastreg::{FastMr, Registration},
+    limits::{Charge, Kind},
     mw::WindowRef,
     params::MAX_MR_SIZE,
+    pd::{Owner, PdRef},
     table::Reservation,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -88,7 +89,12 @@ enum Target {
 }
 
 impl Span {
-    pub(crate) fn of_window(mr: Arc<MrShared>, offset: usize, len: usize, window: WindowRef) -> Self {
+    pub(crate) fn of_window(
+        mr: Arc<MrShared>,
+        offset: usize,
+        len: usize,
+        window: WindowRef,
+    ) -> Self {
         Self {
             target: Target::Window(mr, window),
             offset,
@@ -226,6 +232,8 @@ impl WindowCount {
 
 /// srdma's part of a memory region.
 pub(crate) struct SrdmaMr {
+    /// Its place within the device's limit.
+    _charge: Charge,
     _key: Reservation<MrShared>,
     shared: Arc<MrShared>,
 }
@@ -246,6 +254,7 @@ impl SrdmaMr {
         length: u64,
         access: u32,
     ) -> Result<MrCreated<Self>> {
+        let charge = pd.device().limits().charge(Kind::Mr)?;
         let key = Reservation::new(pd.device().mrs())?;
         let k = key.id() << 8 | u32::from(kernel::random::u8());
         let shared = Arc::new(
@@ -262,7 +271,11 @@ impl SrdmaMr {
         )?;
         key.publish(shared.clone());
         Ok(MrCreated {
-            data: SrdmaMr { _key: key, shared },
+            data: SrdmaMr {
+                _charge: charge,
+                _key: key,
+                shared,
+            },
             lkey: k,
             rkey: k,
         })

@@ -9,9 +9,10 @@
 //! freed again by LOCAL_INV or by a peer's SEND_WITH_INV arriving at that QP.
 
 use crate::{
-    pd::PdRef,
     device::SrdmaDevice,
+    limits::{Charge, Kind},
     mr::{Denied, MrShared, Span},
+    pd::PdRef,
     qp::QpShared,
     table::Reservation,
 };
@@ -112,6 +113,8 @@ pub(crate) struct MwShared {
 
 /// srdma's part of a memory window.
 pub(crate) struct SrdmaMw {
+    /// Its place within the device's limit.
+    _charge: Charge,
     _key: Reservation<MwShared>,
     shared: Arc<MwShared>,
 }
@@ -122,6 +125,7 @@ impl SrdmaMw {
         mw_type: MwType,
         _user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<(Self, u32)> {
+        let charge = pd.device().limits().charge(Kind::Mw)?;
         let key = Reservation::new(pd.device().mws())?;
         let rkey = key.id() << 8 | u32::from(kernel::random::u8());
         let shared = Arc::new(
@@ -140,7 +144,14 @@ impl SrdmaMw {
             GFP_KERNEL,
         )?;
         key.publish(shared.clone());
-        Ok((Self { _key: key, shared }, rkey))
+        Ok((
+            Self {
+                _charge: charge,
+                _key: key,
+                shared,
+            },
+            rkey,
+        ))
     }
 }
 
@@ -289,5 +300,10 @@ pub(crate) fn resolve(
         mw: mw.clone(),
         generation: state.generation,
     };
-    Some(Span::of_window(mr.clone(), offset, usize::try_from(len).ok()?, window))
+    Some(Span::of_window(
+        mr.clone(),
+        offset,
+        usize::try_from(len).ok()?,
+        window,
+    ))
 }

@@ -2,6 +2,7 @@
 
 //! Protection domains: the scope in which memory regions, QPs and address handles meet.
 
+use crate::limits::Charge;
 use kernel::{prelude::*, sync::Arc};
 
 /// Who a protection domain, and so everything in it, belongs to.
@@ -47,12 +48,15 @@ impl Eq for PdRef {}
 /// belongs to it holds that identity, and ib_core keeps PDs alive while anything refers to them.
 pub(crate) struct SrdmaPd {
     id: PdRef,
+    /// Its place within the device's limit.
+    _charge: Charge,
 }
 
 impl SrdmaPd {
-    pub(crate) fn new(owner: Owner) -> Result<Self> {
+    pub(crate) fn new(owner: Owner, charge: Charge) -> Result<Self> {
         Ok(Self {
             id: PdRef(Arc::new(Identity { owner }, GFP_KERNEL)?),
+            _charge: charge,
         })
     }
 

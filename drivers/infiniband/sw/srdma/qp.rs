@@ -3,12 +3,13 @@
 //! Queue pairs: the work-queue rings, the QP number, and the IB state machine.
 
 use crate::{
-    pd::PdRef,
     counters::QpCounters,
     cq::CqShared,
     device::{SrdmaDevice, PORT},
     doorbell::DbRecord,
+    limits::{Charge, Kind},
     params::*,
+    pd::PdRef,
     rnr::RnrState,
     table::Reservation,
 };
@@ -164,6 +165,9 @@ pub(crate) const QPN_MAX: u32 = 0xff_ffff;
 pub(crate) struct SrdmaQp {
     // Field order is drop order: the number goes first, so lookups stop finding the QP.
     _qpn: Reservation<QpShared>,
+    /// Its place within the device's limit.
+    _charge: Charge,
+
     pub(crate) shared: Arc<QpShared>,
     _sq_entry: Option<MmapEntry>,
     _rq_entry: Option<MmapEntry>,
@@ -205,6 +209,7 @@ impl SrdmaQp {
             return Err(EINVAL);
         };
         let (send_cq, recv_cq) = (send_cq.shared.clone(), recv_cq.shared.clone());
+        let charge = pd.device().limits().charge(Kind::Qp)?;
         let c = &attr.cap;
         if c.max_send_wr > MAX_QP_WR
             || c.max_recv_wr > MAX_QP_WR
@@ -300,6 +305,7 @@ impl SrdmaQp {
         reservation.publish(shared.clone());
         let qp = SrdmaQp {
             _qpn: reservation,
+            _charge: charge,
             shared,
             _sq_entry: sq_entry,
             _rq_entry: rq_entry,

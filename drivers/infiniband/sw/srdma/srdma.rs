@@ -18,6 +18,7 @@ mod engine;
 mod fastreg;
 mod grh;
 mod kverbs;
+mod limits;
 mod link;
 mod mr;
 mod mw;

@@ -2,7 +2,13 @@
 
 //! Shared receive queues: one receive ring that several QPs take receive WQEs from.
 
-use crate::{device::SrdmaDevice, doorbell::DbRecord, params::*, qp::Ring};
+use crate::{
+    device::SrdmaDevice,
+    doorbell::DbRecord,
+    limits::{Charge, Kind},
+    params::*,
+    qp::Ring,
+};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irqsave,
@@ -54,6 +60,8 @@ impl SrqShared {
 
 /// srdma's part of a shared receive queue.
 pub(crate) struct SrdmaSrq {
+    /// Its place within the device's limit.
+    _charge: Charge,
     pub(crate) shared: Arc<SrqShared>,
     attr: Pin<KBox<Mutex<SrqAttr>>>,
     _entry: Option<MmapEntry>,
@@ -73,6 +81,7 @@ impl SrdmaSrq {
         if attr.max_wr == 0 || attr.max_wr > MAX_SRQ_WR || attr.max_sge > MAX_SGE {
             return Err(EINVAL);
         }
+        let charge = pd.device().limits().charge(Kind::Srq)?;
         let wqe_cnt = attr.max_wr.next_power_of_two();
         let wqe_size = (SRDMA_RQ_WQE_HDR_SIZE + attr.max_sge * SRDMA_SGE_SIZE).next_power_of_two();
         let ring = Ring::new(wqe_cnt, wqe_size)?;
@@ -108,6 +117,7 @@ impl SrdmaSrq {
         };
         Ok((
             SrdmaSrq {
+                _charge: charge,
                 shared: Arc::new(shared, GFP_KERNEL)?,
                 attr: KBox::pin_init(new_mutex!(real), GFP_KERNEL)?,
                 _entry: entry,
