@@ -13,6 +13,7 @@
 #include <linux/random.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
@@ -527,6 +528,62 @@ free_cq:
 	ib_free_cq(cq);
 }
 
+/*
+ * An SGE of the PD's DMA lkey whose address lies outside the linear map (a vmalloc buffer,
+ * which no ULP may hand a device with virtual DMA) completes with IB_WC_LOC_PROT_ERR: srdma
+ * reaches kernel memory only as the buffers a work request lends it.
+ */
+static noinline_for_stack void outside(struct ib_device *ibdev, struct ib_pd *pd)
+{
+	struct ib_qp_init_attr qia = {};
+	const struct ib_gid_attr *sgid;
+	struct ib_qp *a, *b;
+	struct ib_send_wr wr = {};
+	struct ib_wc wc = {};
+	struct ib_sge sge;
+	struct ib_cq *cq;
+	void *v = vzalloc(64);
+	int ret;
+
+	cq = ib_alloc_cq(ibdev, NULL, 16, 0, IB_POLL_DIRECT);
+	sgid = rdma_get_gid_attr(ibdev, 1, 1);
+	CHECK(v && !IS_ERR(cq) && !IS_ERR(sgid), "outside: CQ, GID 1, buffer");
+	if (!v || IS_ERR(cq) || IS_ERR(sgid))
+		goto free;
+	qia.send_cq = cq;
+	qia.recv_cq = cq;
+	qia.qp_type = IB_QPT_RC;
+	qia.sq_sig_type = IB_SIGNAL_REQ_WR;
+	qia.cap = (struct ib_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
+				      .max_send_sge = 1, .max_recv_sge = 1 };
+	a = ib_create_qp(pd, &qia);
+	b = ib_create_qp(pd, &qia);
+	ret = IS_ERR(a) || IS_ERR(b) ? -ENOMEM : to_rts(a, b->qp_num, sgid);
+	ret = ret ?: to_rts(b, a->qp_num, sgid);
+	CHECK(!ret, "outside: two RC QPs in RTS (%d)", ret);
+	if (!ret) {
+		sge = (struct ib_sge){ .addr = (u64)(uintptr_t)v, .length = 64,
+				       .lkey = pd->local_dma_lkey };
+		wr.opcode = IB_WR_SEND;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		ret = post_wait(a, cq, &wr, &wc);
+		CHECK(!ret && wc.status == IB_WC_LOC_PROT_ERR,
+		      "outside: a SEND from a vmalloc address: IB_WC_LOC_PROT_ERR (%d, status %d)",
+		      ret, wc.status);
+	}
+	if (!IS_ERR(a))
+		ib_destroy_qp(a);
+	if (!IS_ERR(b))
+		ib_destroy_qp(b);
+free:
+	if (!IS_ERR(sgid))
+		rdma_put_gid_attr(sgid);
+	if (!IS_ERR(cq))
+		ib_free_cq(cq);
+	vfree(v);
+}
+
 static void run(struct ib_device *ibdev)
 {
 	struct ib_qp_init_attr qia = {};
@@ -536,7 +593,7 @@ static void run(struct ib_device *ibdev)
 	struct ib_qp_init_attr init = {};
 	const struct ib_gid_attr *sgid;
 	union ib_gid dgid;
-	struct ib_pd *pd;
+	struct ib_pd *pd, *upd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
 	struct ib_srq *srq;
@@ -549,6 +606,16 @@ static void run(struct ib_device *ibdev)
 		return;
 	CHECK(pd->local_dma_lkey != 0, "PD has a DMA lkey from get_dma_mr (0x%x)",
 	      pd->local_dma_lkey);
+
+	/*
+	 * A DMA MR with remote rights would hand any peer all of the kernel's memory; srdma lends
+	 * a kernel buffer only to the work request that names it.
+	 */
+	upd = ib_alloc_pd(ibdev, IB_PD_UNSAFE_GLOBAL_RKEY);
+	CHECK(PTR_ERR_OR_ZERO(upd) == -EOPNOTSUPP, "no PD with an unsafe global rkey (%d)",
+	      PTR_ERR_OR_ZERO(upd));
+	if (!IS_ERR(upd))
+		ib_dealloc_pd(upd);
 
 	cq = ib_alloc_cq(ibdev, NULL, 64, 0, IB_POLL_DIRECT);
 	CHECK(!IS_ERR(cq), "ib_alloc_cq");
@@ -611,6 +678,7 @@ static void run(struct ib_device *ibdev)
 	ib_free_cq(cq);
 	CHECK(true, "ib_free_cq");
 	data(ibdev, pd);
+	outside(ibdev, pd);
 	polled(ibdev, pd, IB_POLL_SOFTIRQ, "IB_POLL_SOFTIRQ");
 	polled(ibdev, pd, IB_POLL_WORKQUEUE, "IB_POLL_WORKQUEUE");
 free_pd:

@@ -10,7 +10,7 @@ use super::{
     cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
     device::Device,
     mmap::EntryInner,
-    mr::{DmaMemory, Mr, MrCreated, SgMapper, UserRegion},
+    mr::{self, Mr, MrCreated, SgMapper, UserRegion},
     mw::{Mw, MwType},
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
@@ -204,12 +204,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// `max_num_sg` pages: kernel callers map pages into it with `ib_map_mr_sg`
     /// ([`Driver::map_mr_sg`]) and make it usable with an `IB_WR_REG_MR` work request.
     ///
-    /// `mem` reads and writes the pages mapped into it, which are kernel virtual addresses.
-    fn alloc_fast_mr(
-        _pd: &Pd<Self>,
-        _max_num_sg: u32,
-        _mem: DmaMemory,
-    ) -> Result<MrCreated<Self::Mr>> {
+    /// Only called for devices with virtual DMA; the pages arrive as
+    /// [`KernelBuf`](mr::KernelBuf)s.
+    fn alloc_fast_mr(_pd: &Pd<Self>, _max_num_sg: u32) -> Result<MrCreated<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -237,8 +234,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Creates the memory region of all kernel memory for kernel callers (`get_dma_mr`).
     ///
-    /// `mem` reads and writes the memory that kernel callers name in SGEs of the MR.
-    fn get_dma_mr(_pd: &Pd<Self>, _access: u32, _mem: DmaMemory) -> Result<MrCreated<Self::Mr>> {
+    /// Only called for devices with virtual DMA: the memory its SGEs name arrives with the
+    /// work requests, as [`KernelBuf`](mr::KernelBuf)s.
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<MrCreated<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -1011,8 +1009,11 @@ impl<T: Driver> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: A live PD of `T`.
         let pd = unsafe { Pd::<T>::from_raw(ibpd) };
-        let created =
-            DmaMemory::new(pd.device()).and_then(|mem| T::get_dma_mr(pd, access as u32, mem));
+        let created = if mr::uses_virt_dma(pd.device()) {
+            T::get_dma_mr(pd, access as u32)
+        } else {
+            Err(EOPNOTSUPP)
+        };
         match created.and_then(Mr::<T>::into_raw) {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
@@ -1033,8 +1034,10 @@ impl<T: Driver> Adapter<T> {
             }
             // SAFETY: A live PD of `T`.
             let pd = unsafe { Pd::<T>::from_raw(ibpd) };
-            let mem = DmaMemory::new(pd.device())?;
-            Mr::<T>::into_raw(T::alloc_fast_mr(pd, max_num_sg, mem)?)
+            if !mr::uses_virt_dma(pd.device()) {
+                return Err(EOPNOTSUPP);
+            }
+            Mr::<T>::into_raw(T::alloc_fast_mr(pd, max_num_sg)?)
         };
         match alloc() {
             Ok(mr) => mr,
@@ -1288,8 +1291,10 @@ impl<T: Driver> Adapter<T> {
             (ret, wr)
         } else if T::HAS_POST_SEND {
             let ud = matches!(q.qp_type(), qp::QpType::Ud | qp::QpType::Gsi);
-            // SAFETY: A kernel caller's valid list; `ud` says whether it holds `ib_ud_wr`s.
-            let mut wrs = unsafe { SendWrs::<T>::new(wr, ud) };
+            let virt = mr::uses_virt_dma(q.device());
+            // SAFETY: A kernel caller's valid list; `ud` says whether it holds `ib_ud_wr`s,
+            // `virt` whether the device uses virtual DMA.
+            let mut wrs = unsafe { SendWrs::<T>::new(wr, ud, virt) };
             let ret = from_result(|| T::post_send(q, &mut wrs).map(|()| 0));
             (ret, wrs.current)
         } else {
@@ -1314,8 +1319,10 @@ impl<T: Driver> Adapter<T> {
         let q = unsafe { Qp::<T>::from_raw(ibqp) };
         // User QPs post receives into their rings, without the kernel.
         let (ret, bad) = if !q.is_user() && T::HAS_POST_RECV {
-            // SAFETY: A kernel caller's valid list.
-            let mut wrs = unsafe { RecvWrs::new(wr) };
+            let virt = mr::uses_virt_dma(q.device());
+            // SAFETY: A kernel caller's valid list; `virt` says whether the device uses
+            // virtual DMA.
+            let mut wrs = unsafe { RecvWrs::new(wr, virt) };
             let ret = from_result(|| T::post_recv(q, &mut wrs).map(|()| 0));
             (ret, wrs.current)
         } else {
@@ -1342,8 +1349,10 @@ impl<T: Driver> Adapter<T> {
         let (ret, bad) = if srq.is_user() {
             (EINVAL.to_errno(), wr)
         } else {
-            // SAFETY: A kernel caller's valid list.
-            let mut wrs = unsafe { RecvWrs::new(wr) };
+            let virt = mr::uses_virt_dma(srq.device());
+            // SAFETY: A kernel caller's valid list; `virt` says whether the device uses
+            // virtual DMA.
+            let mut wrs = unsafe { RecvWrs::new(wr, virt) };
             let ret = from_result(|| T::post_srq_recv(srq, &mut wrs).map(|()| 0));
             (ret, wrs.current)
         };

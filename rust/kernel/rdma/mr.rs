@@ -126,64 +126,94 @@ impl Drop for Umem {
     }
 }
 
-/// The memory that kernel callers reach through a DMA MR (`get_dma_mr`).
+/// A buffer a kernel caller handed the device: the memory of an SGE in one of its work
+/// requests, or a page it mapped into a fast-register MR (`ib_map_mr_sg`).
 ///
-/// A device without a DMA device uses virtual DMA (`ib_uses_virt_dma`): ib_core's mapping
-/// functions hand kernel ULPs kernel virtual addresses, so the addresses in SGEs that use a DMA
-/// MR are kernel virtual addresses of memory the caller mapped and keeps until the work request
-/// completes.
+/// Only made for devices with virtual DMA (`ib_uses_virt_dma`), to which ib_core's mapping
+/// functions hand kernel virtual addresses. This is the only way a driver reaches kernel memory
+/// that a caller names: an address read from a ring, a key or a peer's request can never become
+/// one. As for a device's DMA, the verbs give the buffer to the device until the work request
+/// completes or the registration is invalidated, and the driver must not touch it afterwards.
 ///
 /// # Invariants
 ///
-/// Only made for devices that use virtual DMA.
-#[derive(Clone)]
-pub struct DmaMemory(());
+/// `addr..addr + len` lies in the kernel's linear map and was handed to a device with virtual
+/// DMA by a kernel caller, which does not read or write it while the device owns it.
+#[derive(Clone, Debug)]
+pub struct KernelBuf {
+    addr: usize,
+    len: usize,
+}
 
-impl DmaMemory {
-    pub(crate) fn new<T: Driver>(dev: &Device<T>) -> Result<Self> {
-        // SAFETY: The device is valid.
-        if !unsafe { bindings::ib_uses_virt_dma(dev.as_raw()) } {
-            return Err(EOPNOTSUPP);
-        }
-        // INVARIANT: Checked above.
-        Ok(Self(()))
-    }
-
-    /// Checks that `len` bytes at `addr` lie in the kernel's linear map, where mapped buffers
-    /// of kernel callers live, and returns the address as a pointer value.
-    fn check(addr: u64, len: usize) -> Result<usize> {
-        let start = usize::try_from(addr).map_err(|_| EFAULT)?;
+impl KernelBuf {
+    /// Makes the buffer of `len` bytes at kernel virtual address `addr`; `None` unless all of
+    /// it lies in the linear map.
+    ///
+    /// # Safety
+    ///
+    /// A kernel caller handed `addr..addr + len` to a device with virtual DMA, in a work request
+    /// or a mapping, and keeps it for the device as the verbs require.
+    pub(crate) unsafe fn new(addr: u64, len: u64) -> Option<Self> {
+        let start = usize::try_from(addr).ok()?;
+        let len = usize::try_from(len).ok()?;
         if len == 0 {
-            return Ok(start);
+            return None;
         }
-        let last = start.checked_add(len - 1).ok_or(EFAULT)?;
+        let last = start.checked_add(len - 1)?;
         // The linear map is contiguous, so both ends being in it puts the range in it.
         // SAFETY: `virt_addr_valid` only computes on the value.
         let valid = unsafe {
             bindings::virt_addr_valid(start as _) && bindings::virt_addr_valid(last as _)
         };
-        if !valid {
-            return Err(EFAULT);
-        }
-        Ok(start)
+        // INVARIANT: Checked above; the rest is the caller's guarantee.
+        valid.then_some(Self { addr: start, len })
     }
 
-    /// Copies `dst.len()` bytes at `addr` into `dst`.
-    pub fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
-        let src = Self::check(addr, dst.len())?;
-        // SAFETY: A kernel caller's mapped buffer in the linear map (type invariant and check),
-        // which cannot overlap the driver's own `dst`.
+    /// The kernel virtual address of the first byte, as the caller wrote it in the SGE.
+    pub fn addr(&self) -> u64 {
+        self.addr as u64
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: an empty buffer is never made.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address of `n` bytes at byte `offset`, if they lie in the buffer.
+    fn at(&self, offset: usize, n: usize) -> Result<usize> {
+        if offset.checked_add(n).ok_or(EFAULT)? > self.len {
+            return Err(EFAULT);
+        }
+        self.addr.checked_add(offset).ok_or(EFAULT)
+    }
+
+    /// Copies `dst.len()` bytes at byte `offset` of the buffer into `dst`.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let src = self.at(offset, dst.len())?;
+        // SAFETY: The bytes lie in the buffer, which is mapped and not written by its owner
+        // while the device has it (type invariant); it cannot overlap the driver's own `dst`.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
-    /// Copies `src` to `addr`.
-    pub fn write(&self, addr: u64, src: &[u8]) -> Result {
-        let dst = Self::check(addr, src.len())?;
-        // SAFETY: As for `read`; the caller mapped the buffer for the device to write.
+    /// Copies `src` to byte `offset` of the buffer.
+    pub fn write(&self, offset: usize, src: &[u8]) -> Result {
+        let dst = self.at(offset, src.len())?;
+        // SAFETY: As for `read`: the caller gave the buffer to the device to write.
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
         Ok(())
     }
+}
+
+/// Whether `dev` uses virtual DMA, so that [`KernelBuf`]s can be made for it.
+pub(crate) fn uses_virt_dma<T: Driver>(dev: &Device<T>) -> bool {
+    // SAFETY: The device is valid.
+    unsafe { bindings::ib_uses_virt_dma(dev.as_raw()) }
 }
 
 /// The user memory an `ibv_reg_mr` asks for.
@@ -210,7 +240,7 @@ pub struct MrCreated<M> {
 }
 
 /// The page callback of the mapping in progress (see [`SgMapper::map`]).
-type SetPage<'a> = &'a mut dyn FnMut(u64) -> Result;
+type SetPage<'a> = &'a mut dyn FnMut(KernelBuf) -> Result;
 
 /// A memory region of driver `T`: ib_core's `struct ib_mr` followed by the driver's data.
 /// Unlike other objects, the driver allocates MRs; this type does it for the driver.
@@ -336,10 +366,10 @@ impl<'a, T: Driver> SgMapper<'a, T> {
     }
 
     /// Converts the longest prefix of the list that one MR can map into pages of the size the
-    /// caller chose (`ib_sg_to_pages`), calling `set_page` with each page's address: for
-    /// devices with virtual DMA, a kernel virtual address. An error from `set_page` ends the
-    /// mapping there. Fails with `EBUSY` while another mapping of the MR is running.
-    pub fn map(self, set_page: &mut dyn FnMut(u64) -> Result) -> Result<Mapped> {
+    /// caller chose (`ib_sg_to_pages`), calling `set_page` with each page. An error from
+    /// `set_page` ends the mapping there. Fails with `EBUSY` while another mapping of the MR is
+    /// running.
+    pub fn map(self, set_page: &mut dyn FnMut(KernelBuf) -> Result) -> Result<Mapped> {
         let mut cb: SetPage<'_> = set_page;
         let cb_ptr = core::ptr::addr_of_mut!(cb).cast::<c_void>();
         self.mr
@@ -383,9 +413,17 @@ unsafe extern "C" fn set_page_trampoline<T: Driver>(
     if cb.is_null() {
         return EINVAL.to_errno();
     }
+    // SAFETY: `ib_map_mr_sg` set the page size before mapping.
+    let page_size = unsafe { core::ptr::addr_of!((*ibmr).page_size).read() };
+    // SAFETY: Fast-register MRs exist only on devices with virtual DMA (`alloc_mr` refuses the
+    // others), so the page is one of a kernel caller's mapped scatter/gather list, which it
+    // keeps mapped while the MR maps it.
+    let Some(page) = (unsafe { KernelBuf::new(addr, u64::from(page_size)) }) else {
+        return EFAULT.to_errno();
+    };
     // SAFETY: A non-null pointer is the callback of the running `map` (type invariant), which
     // nothing else uses while `ib_sg_to_pages` runs.
-    match unsafe { (*cb)(addr) } {
+    match unsafe { (*cb)(page) } {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

@@ -5,7 +5,11 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{ah::Ah, driver::Driver, mr::Mr};
+use super::{
+    ah::Ah,
+    driver::Driver,
+    mr::{KernelBuf, Mr},
+};
 use crate::{bindings, prelude::*};
 use core::marker::PhantomData;
 
@@ -47,23 +51,51 @@ pub mod send_flags {
     pub const INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
 }
 
-/// A scatter/gather entry (`struct ib_sge`).
-#[derive(Clone, Copy, Debug)]
+/// A scatter/gather entry (`struct ib_sge`) of a kernel caller's work request.
+#[derive(Clone, Debug)]
 pub struct Sge {
-    /// Address: for kernel callers of a device using virtual DMA, a kernel virtual address.
-    pub addr: u64,
-    /// Length in bytes.
-    pub length: u32,
-    /// The local key of the MR that covers the buffer.
-    pub lkey: u32,
+    addr: u64,
+    length: u32,
+    lkey: u32,
+    /// The device uses virtual DMA, so `addr` is a kernel virtual address.
+    virt: bool,
 }
 
-/// Reads entry `i` of an SGE list of `num` entries.
+impl Sge {
+    /// The address: for devices with virtual DMA, a kernel virtual address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// The length in bytes.
+    pub fn length(&self) -> u32 {
+        self.length
+    }
+
+    /// The local key of the MR that covers the buffer.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// The buffer the entry names, for a device with virtual DMA; `None` for an empty entry or
+    /// one outside the linear map.
+    pub fn buf(&self) -> Option<KernelBuf> {
+        if !self.virt {
+            return None;
+        }
+        // SAFETY: A kernel caller named these bytes in a work request to a device with virtual
+        // DMA (`virt`), and keeps them for it until the request completes.
+        unsafe { KernelBuf::new(self.addr, u64::from(self.length)) }
+    }
+}
+
+/// Reads entry `i` of an SGE list of `num` entries; `virt` says whether the device uses virtual
+/// DMA.
 ///
 /// # Safety
 ///
 /// `list` must point to `num` valid entries when `num > 0`.
-unsafe fn sge_at(list: *const bindings::ib_sge, num: i32, i: usize) -> Option<Sge> {
+unsafe fn sge_at(list: *const bindings::ib_sge, num: i32, i: usize, virt: bool) -> Option<Sge> {
     if i >= usize::try_from(num).ok()? {
         return None;
     }
@@ -73,6 +105,7 @@ unsafe fn sge_at(list: *const bindings::ib_sge, num: i32, i: usize) -> Option<Sg
         addr: s.addr,
         length: s.length,
         lkey: s.lkey,
+        virt,
     })
 }
 
@@ -95,6 +128,7 @@ pub struct UdDest<'a, T: Driver> {
 pub struct SendWr<'a, T: Driver> {
     wr: &'a bindings::ib_send_wr,
     ud: bool,
+    virt: bool,
     _p: PhantomData<T>,
 }
 
@@ -129,7 +163,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
     /// SGE `i`.
     pub fn sge(&self, i: usize) -> Option<Sge> {
         // SAFETY: ib_core callers pass `num_sge` valid entries in `sg_list`.
-        unsafe { sge_at(self.wr.sg_list, self.wr.num_sge, i) }
+        unsafe { sge_at(self.wr.sg_list, self.wr.num_sge, i, self.virt) }
     }
 
     /// The remote address and rkey of an RDMA WRITE or READ (`struct ib_rdma_wr`).
@@ -230,18 +264,21 @@ pub struct SendWrs<'a, T: Driver> {
     next: *const bindings::ib_send_wr,
     pub(crate) current: *const bindings::ib_send_wr,
     ud: bool,
+    virt: bool,
     _p: PhantomData<(&'a bindings::ib_send_wr, T)>,
 }
 
 impl<'a, T: Driver> SendWrs<'a, T> {
     /// # Safety
     ///
-    /// `first` must be null or a valid list for `'a`; `ud` true only for UD and GSI QPs of `T`.
-    pub(crate) unsafe fn new(first: *const bindings::ib_send_wr, ud: bool) -> Self {
+    /// `first` must be null or a valid list of a kernel caller for `'a`; `ud` true only for UD
+    /// and GSI QPs of `T`; `virt` only if the device uses virtual DMA.
+    pub(crate) unsafe fn new(first: *const bindings::ib_send_wr, ud: bool, virt: bool) -> Self {
         Self {
             next: first,
             current: first,
             ud,
+            virt,
             _p: PhantomData,
         }
     }
@@ -262,6 +299,7 @@ impl<'a, T: Driver> Iterator for SendWrs<'a, T> {
         Some(SendWr {
             wr,
             ud: self.ud,
+            virt: self.virt,
             _p: PhantomData,
         })
     }
@@ -270,6 +308,7 @@ impl<'a, T: Driver> Iterator for SendWrs<'a, T> {
 /// A receive work request of a kernel caller.
 pub struct RecvWr<'a> {
     wr: &'a bindings::ib_recv_wr,
+    virt: bool,
 }
 
 impl RecvWr<'_> {
@@ -287,7 +326,7 @@ impl RecvWr<'_> {
     /// SGE `i`.
     pub fn sge(&self, i: usize) -> Option<Sge> {
         // SAFETY: ib_core callers pass `num_sge` valid entries in `sg_list`.
-        unsafe { sge_at(self.wr.sg_list, self.wr.num_sge, i) }
+        unsafe { sge_at(self.wr.sg_list, self.wr.num_sge, i, self.virt) }
     }
 }
 
@@ -295,17 +334,20 @@ impl RecvWr<'_> {
 pub struct RecvWrs<'a> {
     next: *const bindings::ib_recv_wr,
     pub(crate) current: *const bindings::ib_recv_wr,
+    virt: bool,
     _p: PhantomData<&'a bindings::ib_recv_wr>,
 }
 
 impl RecvWrs<'_> {
     /// # Safety
     ///
-    /// `first` must be null or a valid list for `'a`.
-    pub(crate) unsafe fn new(first: *const bindings::ib_recv_wr) -> Self {
+    /// `first` must be null or a valid list of a kernel caller for `'a`; `virt` only if the
+    /// device uses virtual DMA.
+    pub(crate) unsafe fn new(first: *const bindings::ib_recv_wr, virt: bool) -> Self {
         Self {
             next: first,
             current: first,
+            virt,
             _p: PhantomData,
         }
     }
@@ -322,6 +364,9 @@ impl<'a> Iterator for RecvWrs<'a> {
         // SAFETY: A valid list (constructor guarantee).
         let wr = unsafe { &*self.next };
         self.next = wr.next;
-        Some(RecvWr { wr })
+        Some(RecvWr {
+            wr,
+            virt: self.virt,
+        })
     }
 }

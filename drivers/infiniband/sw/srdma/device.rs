@@ -31,7 +31,7 @@ use kernel::{
         },
         cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
         driver::UcontextInit,
-        mr::{DmaMemory, Mr, MrCreated, SgMapper, UserRegion},
+        mr::{Mr, MrCreated, SgMapper, UserRegion},
         mw::MwType,
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
@@ -254,12 +254,12 @@ impl rdma::Driver for SrdmaDevice {
         SrdmaMr::reg_user(pd, region, user)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: DmaMemory) -> Result<MrCreated<SrdmaMr>> {
-        SrdmaMr::dma(pd, access, mem)
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<MrCreated<SrdmaMr>> {
+        SrdmaMr::dma(pd, access)
     }
 
-    fn alloc_fast_mr(pd: &Pd<Self>, max_num_sg: u32, mem: DmaMemory) -> Result<MrCreated<SrdmaMr>> {
-        SrdmaMr::fast(pd, max_num_sg, mem)
+    fn alloc_fast_mr(pd: &Pd<Self>, max_num_sg: u32) -> Result<MrCreated<SrdmaMr>> {
+        SrdmaMr::fast(pd, max_num_sg)
     }
 
     fn map_mr_sg(mr: &Mr<Self>, sg: SgMapper<'_, Self>) -> Result<u32> {

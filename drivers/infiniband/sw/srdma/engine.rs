@@ -211,7 +211,7 @@ fn resolve_remote(dest: &Dest, rkey: u32, need: u32, addr: u64, len: u64) -> Opt
     if mw::is_window_key(rkey) {
         mw::resolve(&dest.dev, &dest.qp, rkey, need, addr, len)
     } else {
-        resolve(&dest.dev, rkey, &dest.qp.pd, need, addr, len)
+        resolve(&dest.dev, rkey, &dest.qp.pd, need, addr, len, None)
     }
 }
 
@@ -752,8 +752,17 @@ fn sges(
         if sge.length == 0 {
             continue;
         }
-        let span = resolve(dev, sge.lkey, &q.pd, need, sge.addr, u64::from(sge.length))
-            .ok_or(WC_LOC_PROT_ERR)?;
+        let local = q.sq.kernel_buf(off, i);
+        let span = resolve(
+            dev,
+            sge.lkey,
+            &q.pd,
+            need,
+            sge.addr,
+            u64::from(sge.length),
+            local.as_ref(),
+        )
+        .ok_or(WC_LOC_PROT_ERR)?;
         spans.push(span, GFP_KERNEL).map_err(|_| WC_LOC_QP_OP_ERR)?;
     }
     Ok(Segments::Spans(spans))
@@ -928,6 +937,7 @@ fn scatter(
         if len == 0 {
             continue;
         }
+        let local = rq.kernel_buf(off, i);
         let span = resolve(
             &dest.dev,
             sge.lkey,
@@ -935,6 +945,7 @@ fn scatter(
             access::LOCAL_WRITE,
             sge.addr,
             len as u64,
+            local.as_ref(),
         )
         .ok_or(Refused::Length)?;
         spans.push(span, GFP_KERNEL).map_err(|_| Refused::Length)?;

@@ -18,7 +18,7 @@ use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
     rdma::{
-        mr::{access, DmaMemory, SgMapper},
+        mr::{access, KernelBuf, SgMapper},
         uapi::srdma_wqe_bind,
         Device,
     },
@@ -32,7 +32,7 @@ const FAST_REG_ACCESS: u32 =
 /// The pages the last `ib_map_mr_sg` mapped.
 struct Mapping {
     /// `max_pages` entries; the first `n` are mapped.
-    pages: KVec<u64>,
+    pages: KVec<Option<KernelBuf>>,
     n: usize,
     iova: u64,
     length: u64,
@@ -41,7 +41,6 @@ struct Mapping {
 
 /// The fast-register part of an MR.
 pub(crate) struct FastMr {
-    mem: DmaMemory,
     max_pages: usize,
     /// Filled by `ib_map_mr_sg`, which may run in atomic context, so a spinlock and no
     /// allocation.
@@ -51,15 +50,14 @@ pub(crate) struct FastMr {
 }
 
 impl FastMr {
-    pub(crate) fn new(mem: DmaMemory, max_pages: u32) -> Result<Self> {
+    pub(crate) fn new(max_pages: u32) -> Result<Self> {
         if max_pages == 0 || max_pages > MAX_FAST_REG_PAGES {
             return Err(EINVAL);
         }
         let max_pages = max_pages as usize;
         let mut pages = KVec::new();
-        pages.extend_with(max_pages, 0, GFP_KERNEL)?;
+        pages.extend_with(max_pages, None, GFP_KERNEL)?;
         Ok(Self {
-            mem,
             max_pages,
             mapped: KBox::pin_init(
                 new_spinlock!(Mapping {
@@ -80,9 +78,9 @@ impl FastMr {
         let mut m = self.mapped.lock();
         m.n = 0;
         let m = &mut *m;
-        let mapped = sg.map(&mut |addr| {
+        let mapped = sg.map(&mut |page| {
             let slot = m.pages.get_mut(m.n).ok_or(ENOMEM)?;
-            *slot = addr;
+            *slot = Some(page);
             m.n += 1;
             Ok(())
         })?;
@@ -115,16 +113,15 @@ impl FastMr {
         let (mapped_iova, mapped_length, page_size) = {
             let m = self.mapped.lock();
             // Within the capacity just reserved: no allocation under the spinlock.
-            pages
-                .extend_from_slice(&m.pages[..m.n], GFP_ATOMIC)
-                .map_err(|_| Denied)?;
+            for page in m.pages[..m.n].iter().flatten() {
+                pages.push(page.clone(), GFP_ATOMIC).map_err(|_| Denied)?;
+            }
             (m.iova, m.length, m.page_size)
         };
         if pages.is_empty() || page_size == 0 || length > mapped_length {
             return Err(Denied);
         }
         let reg = Registration {
-            mem: self.mem.clone(),
             pages,
             // The first mapped byte lies this far into the first page, whatever `iova` says.
             first: mapped_iova & (page_size - 1),
@@ -172,8 +169,7 @@ impl Drop for FastMr {
 /// One registration of a fast-register MR: pages of `page_size` bytes that map the addresses
 /// `iova..iova + length`, the byte at `iova` lying `first` bytes into the first page.
 pub(crate) struct Registration {
-    mem: DmaMemory,
-    pages: KVec<u64>,
+    pages: KVec<KernelBuf>,
     first: u64,
     iova: u64,
     length: u64,
@@ -198,13 +194,13 @@ impl Registration {
         usize::try_from(addr - self.iova + self.first).ok()
     }
 
-    /// Calls `f` with the kernel virtual address and the part of the copy of each piece of
-    /// `len` bytes at `offset` (from the start of the first page) that lies within one page.
+    /// Calls `f(page, offset in page, part of the copy)` for each piece of the copy of `len`
+    /// bytes at `offset` (from the start of the first page) that lies within one page.
     fn copy(
         &self,
         offset: usize,
         len: usize,
-        mut f: impl FnMut(u64, core::ops::Range<usize>) -> Result,
+        mut f: impl FnMut(&KernelBuf, usize, core::ops::Range<usize>) -> Result,
     ) -> Result {
         let valid = self.valid.lock();
         if !*valid {
@@ -214,23 +210,24 @@ impl Registration {
         let mut done = 0;
         while done < len {
             let at = offset.checked_add(done).ok_or(EFAULT)?;
-            let page = *self.pages.get(at / page_size).ok_or(EFAULT)?;
-            let in_page = at % page_size;
+            let page = self
+                .pages
+                .get(at.checked_div(page_size).ok_or(EFAULT)?)
+                .ok_or(EFAULT)?;
+            let in_page = at.checked_rem(page_size).ok_or(EFAULT)?;
             let n = (page_size - in_page).min(len - done);
-            f(page + in_page as u64, done..done + n)?;
+            f(page, in_page, done..done + n)?;
             done += n;
         }
         Ok(())
     }
 
     pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
-        self.copy(offset, dst.len(), |addr, r| {
-            self.mem.read(addr, &mut dst[r])
-        })
+        self.copy(offset, dst.len(), |page, at, r| page.read(at, &mut dst[r]))
     }
 
     pub(crate) fn write(&self, offset: usize, src: &[u8]) -> Result {
-        self.copy(offset, src.len(), |addr, r| self.mem.write(addr, &src[r]))
+        self.copy(offset, src.len(), |page, at, r| page.write(at, &src[r]))
     }
 }
 

@@ -33,11 +33,27 @@ const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;
 
 type SendWr<'a> = kernel::rdma::wr::SendWr<'a, SrdmaDevice>;
 
-fn sge_of(s: kernel::rdma::wr::Sge) -> srdma_sge {
+fn sge_of(s: &kernel::rdma::wr::Sge) -> srdma_sge {
     srdma_sge {
-        addr: s.addr,
-        length: s.length,
-        lkey: s.lkey,
+        addr: s.addr(),
+        length: s.length(),
+        lkey: s.lkey(),
+    }
+}
+
+/// Lends the engine the buffers of the first `n` SGEs of `sge` for the WQE at byte `off` of
+/// `ring`, and none for the rest.
+fn lend(
+    ring: &Ring,
+    off: usize,
+    n: usize,
+    sge: impl Fn(usize) -> Option<kernel::rdma::wr::Sge>,
+) -> Result {
+    match &ring.bufs {
+        Some(bufs) => bufs.fill(ring.slot(off).ok_or(EINVAL)?, |i| {
+            (i < n).then(|| sge(i)).flatten().and_then(|s| s.buf())
+        }),
+        None => Err(EINVAL),
     }
 }
 
@@ -83,6 +99,7 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
         let cap = (q.cap.max_inline_data as usize).min(buf.len()).min(area);
         let len = wr.copy_inline(&mut buf[..cap])?;
         mem.write(off + HDR, &buf[..len])?;
+        lend(&q.sq, off, 0, |i| wr.sge(i))?;
         ctrl.flags |= SRDMA_WQE_INLINE as u8;
         ctrl.inline_len = len as u32;
     } else {
@@ -92,8 +109,9 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
         }
         for i in 0..n {
             let s = wr.sge(i).ok_or(EINVAL)?;
-            mem.write_obj(off + HDR + i * SGE, &sge_of(s))?;
+            mem.write_obj(off + HDR + i * SGE, &sge_of(&s))?;
         }
+        lend(&q.sq, off, n, |i| wr.sge(i))?;
         ctrl.num_sge = n as u16;
     }
     if let Some((remote_addr, rkey)) = wr.rdma() {
@@ -210,8 +228,9 @@ fn post_recv_ring(
         let off = (pi & (ring.wqe_cnt - 1)) as usize * ring.wqe_size as usize;
         for i in 0..n {
             let s = wr.sge(i).ok_or(EINVAL)?;
-            ring.mem.write_obj(off + RQ_HDR + i * SGE, &sge_of(s))?;
+            ring.mem.write_obj(off + RQ_HDR + i * SGE, &sge_of(&s))?;
         }
+        lend(ring, off, n, |i| wr.sge(i))?;
         let hdr = srdma_rq_wqe_hdr {
             wr_id: wr.wr_id(),
             num_sge: n as u32,

@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     prelude::*,
     rdma::{
-        mr::{access, DmaMemory, Mr, MrCreated, SgMapper, Umem, UserRegion},
+        mr::{access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
         pd::Pd,
         ucontext::User,
         Device,
@@ -47,8 +47,9 @@ pub(crate) struct Denied;
 pub(crate) enum MrMem {
     /// Pinned user pages.
     User(Umem),
-    /// Kernel callers' memory, addressed by kernel virtual address (the MR's iova is 0).
-    Kernel(DmaMemory),
+    /// Kernel callers' memory, addressed by kernel virtual address (the MR's iova is 0): only
+    /// reached through the [`KernelBuf`] of the SGE that names it, never by address alone.
+    Kernel,
     /// A fast-register MR: reached through its current registration, not directly.
     Fast(FastMr),
 }
@@ -58,8 +59,7 @@ impl MrMem {
     fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
         match self {
             MrMem::User(umem) => umem.read(offset, dst),
-            MrMem::Kernel(mem) => mem.read(offset as u64, dst),
-            MrMem::Fast(_) => Err(EFAULT),
+            MrMem::Kernel | MrMem::Fast(_) => Err(EFAULT),
         }
     }
 
@@ -67,8 +67,7 @@ impl MrMem {
     fn write(&self, offset: usize, src: &[u8]) -> Result {
         match self {
             MrMem::User(umem) => umem.write(offset, src),
-            MrMem::Kernel(mem) => mem.write(offset as u64, src),
-            MrMem::Fast(_) => Err(EFAULT),
+            MrMem::Kernel | MrMem::Fast(_) => Err(EFAULT),
         }
     }
 }
@@ -86,6 +85,8 @@ enum Target {
     Window(Arc<MrShared>, WindowRef),
     /// A registration of a fast-register MR; the copy fails if it is invalidated meanwhile.
     Fast(Arc<Registration>),
+    /// A kernel caller's buffer, named by an SGE of its own work request through a DMA MR.
+    Kernel(KernelBuf),
 }
 
 impl Span {
@@ -112,7 +113,7 @@ impl Span {
         if at.checked_add(n).ok_or(EFAULT)? > self.len {
             return Err(EFAULT);
         }
-        Ok(self.offset + at)
+        self.offset.checked_add(at).ok_or(EFAULT)
     }
 
     /// Copies the bytes from byte `at` of the span into `dst`.
@@ -122,6 +123,7 @@ impl Span {
             Target::Mr(mr) => mr.mem.read(offset, dst),
             Target::Window(mr, window) => window.with(|| mr.mem.read(offset, dst)),
             Target::Fast(reg) => reg.read(offset, dst),
+            Target::Kernel(buf) => buf.read(offset, dst),
         }
     }
 
@@ -132,13 +134,15 @@ impl Span {
             Target::Mr(mr) => mr.mem.write(offset, src),
             Target::Window(mr, window) => window.with(|| mr.mem.write(offset, src)),
             Target::Fast(reg) => reg.write(offset, src),
+            Target::Kernel(buf) => buf.write(offset, src),
         }
     }
 }
 
 /// Returns the span of the MR of device `dev` behind `key` that covers `len` bytes at `addr`
 /// with rights `need`, in PD `pd`. Keys of ordinary MRs must be the key the MR was given; keys
-/// of fast-register MRs must match their current registration.
+/// of fast-register MRs must match their current registration. `local` is the buffer of the
+/// SGE being resolved if a kernel caller posted it: the only way into a DMA MR.
 pub(crate) fn resolve(
     dev: &Device<SrdmaDevice>,
     key: u32,
@@ -146,6 +150,7 @@ pub(crate) fn resolve(
     need: u32,
     addr: u64,
     len: u64,
+    local: Option<&KernelBuf>,
 ) -> Option<Span> {
     let mr = dev.mrs().lock().get(key >> 8)?;
     if mr.pd != *pd {
@@ -172,6 +177,19 @@ pub(crate) fn resolve(
         return None;
     }
     let offset = usize::try_from(addr - mr.iova).ok()?;
+    if let MrMem::Kernel = mr.mem {
+        // The SGE's own buffer, so within what its caller handed over.
+        let buf = local?;
+        let offset = usize::try_from(addr.checked_sub(buf.addr())?).ok()?;
+        if offset.checked_add(usize::try_from(len).ok()?)? > buf.len() {
+            return None;
+        }
+        return Some(Span {
+            target: Target::Kernel(buf.clone()),
+            offset,
+            len: usize::try_from(len).ok()?,
+        });
+    }
     Some(Span {
         target: Target::Mr(mr),
         offset,
@@ -303,16 +321,12 @@ impl SrdmaMr {
         )
     }
 
-    pub(crate) fn fast(
-        pd: &Pd<SrdmaDevice>,
-        max_pages: u32,
-        mem: DmaMemory,
-    ) -> Result<MrCreated<Self>> {
+    pub(crate) fn fast(pd: &Pd<SrdmaDevice>, max_pages: u32) -> Result<MrCreated<Self>> {
         if pd.id().owner() != Owner::Kernel {
             return Err(EINVAL);
         }
         // A fast-register MR grants what its registration grants.
-        Self::publish(pd, MrMem::Fast(FastMr::new(mem, max_pages)?), 0, 0, 0)
+        Self::publish(pd, MrMem::Fast(FastMr::new(max_pages)?), 0, 0, 0)
     }
 
     /// Maps a kernel caller's scatter/gather list into a fast-register MR.
@@ -323,17 +337,19 @@ impl SrdmaMr {
         }
     }
 
-    pub(crate) fn dma(
-        pd: &Pd<SrdmaDevice>,
-        access: u32,
-        mem: DmaMemory,
-    ) -> Result<MrCreated<Self>> {
+    pub(crate) fn dma(pd: &Pd<SrdmaDevice>, access: u32) -> Result<MrCreated<Self>> {
         if access & !SUPPORTED_ACCESS != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        // Remote rights on all of memory (`IB_PD_UNSAFE_GLOBAL_RKEY`) would let any peer read
+        // and write the whole kernel; srdma lends a kernel buffer only to the work request
+        // that names it.
+        if access & !(access::LOCAL_WRITE | access::OPTIONAL) != 0 {
             return Err(EOPNOTSUPP);
         }
         if pd.id().owner() != Owner::Kernel {
             return Err(EINVAL);
         }
-        Self::publish(pd, MrMem::Kernel(mem), 0, u64::MAX, access)
+        Self::publish(pd, MrMem::Kernel, 0, u64::MAX, access)
     }
 }

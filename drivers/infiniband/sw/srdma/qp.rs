@@ -11,6 +11,7 @@ use crate::{
     params::*,
     pd::PdRef,
     rnr::RnrState,
+    slotbufs::SlotBufs,
     table::Reservation,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -19,6 +20,7 @@ use kernel::{
     prelude::*,
     rdma::{
         mmap::{MmapEntry, SharedPages},
+        mr::KernelBuf,
         pd::Pd,
         qp::{
             modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpHandle, QpInitAttr, QpState,
@@ -43,10 +45,14 @@ pub(crate) struct Ring {
     pub(crate) mem: Arc<SharedPages>,
     pub(crate) wqe_cnt: u32,
     pub(crate) wqe_size: u32,
+    /// For a kernel caller's ring: the buffers its SGEs name.
+    pub(crate) bufs: Option<SlotBufs>,
 }
 
 impl Ring {
-    pub(crate) fn new(wqe_cnt: u32, wqe_size: u32) -> Result<Self> {
+    /// A ring of `wqe_cnt` WQEs of `wqe_size` bytes; `kernel_sges` is the most SGEs of a WQE
+    /// if a kernel caller owns the ring.
+    pub(crate) fn new(wqe_cnt: u32, wqe_size: u32, kernel_sges: Option<u32>) -> Result<Self> {
         let bytes = (wqe_cnt as usize)
             .checked_mul(wqe_size as usize)
             .ok_or(EINVAL)?;
@@ -54,7 +60,18 @@ impl Ring {
             mem: SharedPages::new(bytes)?,
             wqe_cnt,
             wqe_size,
+            bufs: kernel_sges.map(|n| SlotBufs::new(wqe_cnt, n)).transpose()?,
         })
+    }
+
+    /// The slot of the WQE at byte `off`.
+    pub(crate) fn slot(&self, off: usize) -> Option<usize> {
+        off.checked_div(self.wqe_size as usize)
+    }
+
+    /// The buffer of SGE `i` of the WQE at byte `off`, if a kernel caller lent one.
+    pub(crate) fn kernel_buf(&self, off: usize, i: usize) -> Option<KernelBuf> {
+        self.bufs.as_ref()?.get(self.slot(off)?, i)
     }
 }
 
@@ -220,12 +237,17 @@ impl SrdmaQp {
             return Err(EINVAL);
         }
         let (sq_cnt, sq_size) = sq_geometry(c);
-        let sq = Ring::new(sq_cnt, sq_size)?;
+        let kernel = user.is_none();
+        let sq = Ring::new(sq_cnt, sq_size, kernel.then_some(c.max_send_sge))?;
         let rq = if attr.srq.is_some() {
             None
         } else {
             let (rq_cnt, rq_size) = rq_geometry(c);
-            Some(Ring::new(rq_cnt, rq_size)?)
+            Some(Ring::new(
+                rq_cnt,
+                rq_size,
+                kernel.then_some(c.max_recv_sge),
+            )?)
         };
         let data_area = sq_size - SRDMA_SQ_WQE_HDR_SIZE;
         let cap = QpCap {

@@ -28,6 +28,7 @@ mod pd;
 mod poller;
 mod qp;
 mod rnr;
+mod slotbufs;
 mod srq;
 mod table;
 mod ucontext;

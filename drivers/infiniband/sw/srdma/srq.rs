@@ -84,7 +84,7 @@ impl SrdmaSrq {
         let charge = pd.device().limits().charge(Kind::Srq)?;
         let wqe_cnt = attr.max_wr.next_power_of_two();
         let wqe_size = (SRDMA_RQ_WQE_HDR_SIZE + attr.max_sge * SRDMA_SGE_SIZE).next_power_of_two();
-        let ring = Ring::new(wqe_cnt, wqe_size)?;
+        let ring = Ring::new(wqe_cnt, wqe_size, user.is_none().then_some(attr.max_sge))?;
         let real = SrqAttr {
             max_wr: wqe_cnt,
             max_sge: attr.max_sge,
