@@ -13,7 +13,7 @@
 use crate::{
     bindings,
     prelude::*,
-    sync::Arc,
+    sync::{Arc, UniqueArc},
     types::{AsBytes, FromBytes, Opaque},
 };
 use core::{
@@ -71,16 +71,14 @@ impl SharedPages {
         let len = len
             .checked_next_multiple_of(bindings::PAGE_SIZE)
             .ok_or(EINVAL)?;
+        // The reference count first: once the memory exists, nothing can fail.
+        let arc = UniqueArc::new_uninit(GFP_KERNEL)?;
         // SAFETY: `vmalloc_user_account` takes any size and returns zeroed memory that
         // `remap_vmalloc_range` may map, or null.
         let ptr = unsafe { bindings::vmalloc_user_account(len as _) }.cast::<u8>();
         let ptr = NonNull::new(ptr).ok_or(ENOMEM)?;
         // INVARIANT: `ptr` is a fresh `vmalloc_user` allocation of `len` bytes.
-        Arc::new(Self { ptr, len }, GFP_KERNEL).map_err(|e| {
-            // SAFETY: `ptr` came from `vmalloc_user` and nothing else refers to it.
-            unsafe { bindings::vfree(ptr.as_ptr().cast()) };
-            e.into()
-        })
+        Ok(arc.write(Self { ptr, len }).into())
     }
 
     /// Returns the size in bytes, a multiple of the page size.
