@@ -84,6 +84,19 @@ static int to_rts(struct ib_qp *qp, u32 dest_qpn, const struct ib_gid_attr *gatt
 }
 
 /* Sends len bytes from A to B, inline or through an SGE, and checks what B received. */
+/* An RC QP of pd on cq with depth WRs and one SGE each way. */
+static struct ib_qp *rc_qp(struct ib_pd *pd, struct ib_cq *cq, u32 depth, u32 max_inline)
+{
+	struct ib_qp_init_attr qia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = max_inline },
+	};
+
+	return ib_create_qp(pd, &qia);
+}
+
 static noinline_for_stack void send_one(struct ib_device *ibdev, struct ib_pd *pd,
 					struct ib_cq *cq, struct ib_qp *a, struct ib_qp *b,
 					size_t len, bool inl)
@@ -393,7 +406,6 @@ static void polled_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 static noinline_for_stack void polled(struct ib_device *ibdev, struct ib_pd *pd,
 				      enum ib_poll_context ctx, const char *name)
 {
-	struct ib_qp_init_attr qia = {};
 	const struct ib_gid_attr *sgid;
 	struct polled *p;
 	struct ib_cq *cq;
@@ -419,14 +431,8 @@ static noinline_for_stack void polled(struct ib_device *ibdev, struct ib_pd *pd,
 	p->send_cqe.done = polled_send_done;
 	p->recv_cqe.done = polled_recv_done;
 	init_completion(&p->done);
-	qia.send_cq = cq;
-	qia.recv_cq = cq;
-	qia.qp_type = IB_QPT_RC;
-	qia.sq_sig_type = IB_SIGNAL_REQ_WR;
-	qia.cap = (struct ib_qp_cap){ .max_send_wr = 16, .max_recv_wr = 16,
-				      .max_send_sge = 1, .max_recv_sge = 1 };
-	p->a = ib_create_qp(pd, &qia);
-	p->b = ib_create_qp(pd, &qia);
+	p->a = rc_qp(pd, cq, 16, 0);
+	p->b = rc_qp(pd, cq, 16, 0);
 	CHECK(!IS_ERR(p->a) && !IS_ERR(p->b), "%s: two RC QPs", name);
 	if (IS_ERR(p->a) || IS_ERR(p->b))
 		goto unmap;
@@ -467,7 +473,6 @@ out:
 
 static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 {
-	struct ib_qp_init_attr qia = {};
 	const struct ib_gid_attr *sgid;
 	struct ib_qp *a, *b;
 	struct ib_cq *cq;
@@ -486,15 +491,8 @@ static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 	CHECK(!IS_ERR(sgid), "data: GID 1");
 	if (IS_ERR(sgid))
 		goto free_cq;
-	qia.send_cq = cq;
-	qia.recv_cq = cq;
-	qia.qp_type = IB_QPT_RC;
-	qia.sq_sig_type = IB_SIGNAL_REQ_WR;
-	qia.cap = (struct ib_qp_cap){ .max_send_wr = 16, .max_recv_wr = 16,
-				      .max_send_sge = 1, .max_recv_sge = 1,
-				      .max_inline_data = 128 };
-	a = ib_create_qp(pd, &qia);
-	b = ib_create_qp(pd, &qia);
+	a = rc_qp(pd, cq, 16, 128);
+	b = rc_qp(pd, cq, 16, 128);
 	CHECK(!IS_ERR(a) && !IS_ERR(b), "data: two RC QPs");
 	if (IS_ERR(a) || IS_ERR(b))
 		goto put;
@@ -535,7 +533,6 @@ free_cq:
  */
 static noinline_for_stack void outside(struct ib_device *ibdev, struct ib_pd *pd)
 {
-	struct ib_qp_init_attr qia = {};
 	const struct ib_gid_attr *sgid;
 	struct ib_qp *a, *b;
 	struct ib_send_wr wr = {};
@@ -550,14 +547,8 @@ static noinline_for_stack void outside(struct ib_device *ibdev, struct ib_pd *pd
 	CHECK(v && !IS_ERR(cq) && !IS_ERR(sgid), "outside: CQ, GID 1, buffer");
 	if (!v || IS_ERR(cq) || IS_ERR(sgid))
 		goto free;
-	qia.send_cq = cq;
-	qia.recv_cq = cq;
-	qia.qp_type = IB_QPT_RC;
-	qia.sq_sig_type = IB_SIGNAL_REQ_WR;
-	qia.cap = (struct ib_qp_cap){ .max_send_wr = 4, .max_recv_wr = 4,
-				      .max_send_sge = 1, .max_recv_sge = 1 };
-	a = ib_create_qp(pd, &qia);
-	b = ib_create_qp(pd, &qia);
+	a = rc_qp(pd, cq, 4, 0);
+	b = rc_qp(pd, cq, 4, 0);
 	ret = IS_ERR(a) || IS_ERR(b) ? -ENOMEM : to_rts(a, b->qp_num, sgid);
 	ret = ret ?: to_rts(b, a->qp_num, sgid);
 	CHECK(!ret, "outside: two RC QPs in RTS (%d)", ret);
