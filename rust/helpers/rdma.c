@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/scatterlist.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -19,13 +21,6 @@ struct ib_ucontext *rust_helper_rdma_udata_to_ucontext(struct ib_udata *udata)
 struct ib_udata *rust_helper_uverbs_attr_bundle_udata(struct uverbs_attr_bundle *attrs)
 {
 	return &attrs->driver_udata;
-}
-
-size_t rust_helper_ib_umem_copy_to(struct ib_umem *umem, size_t offset, const void *src,
-				   size_t length)
-{
-	return sg_pcopy_from_buffer(umem->sgt_append.sgt.sgl, umem->sgt_append.sgt.orig_nents,
-				    src, length, offset + ib_umem_offset(umem));
 }
 
 bool rust_helper_ib_uses_virt_dma(struct ib_device *dev)
@@ -50,4 +45,56 @@ void *rust_helper_vmalloc_user_account(unsigned long size)
 				    GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN |
 				    __GFP_RETRY_MAYFAIL, PAGE_KERNEL, VM_USERMAP, NUMA_NO_NODE,
 				    __builtin_return_address(0));
+}
+
+/*
+ * Copies between parts of two pages through temporary mappings. A loopback copy may have its
+ * source and destination in one page (an RDMA WRITE to the memory it is sent from), so one
+ * page is mapped once and the copy is a memmove.
+ */
+void rust_helper_rdma_copy_page(struct page *dst, size_t dst_off, struct page *src,
+				size_t src_off, size_t len)
+{
+	char *d, *s;
+
+	if (dst == src) {
+		d = kmap_local_page(dst);
+		memmove(d + dst_off, d + src_off, len);
+		kunmap_local(d);
+		return;
+	}
+	d = kmap_local_page(dst);
+	s = kmap_local_page(src);
+	memcpy(d + dst_off, s + src_off, len);
+	kunmap_local(s);
+	kunmap_local(d);
+}
+
+/* Fills pages[0..n) with the pages the umem pinned, in order; returns how many it filled. */
+size_t rust_helper_ib_umem_pages(struct ib_umem *umem, struct page **pages, size_t n)
+{
+	struct sg_page_iter it;
+	size_t i = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
+		if (i == n)
+			break;
+		pages[i++] = sg_page_iter_page(&it);
+	}
+	return i;
+}
+
+struct page *rust_helper_virt_to_page(const void *kaddr)
+{
+	return virt_to_page(kaddr);
+}
+
+void rust_helper_memcpy_from_page(char *to, struct page *page, size_t offset, size_t len)
+{
+	memcpy_from_page(to, page, offset, len);
+}
+
+void rust_helper_memcpy_to_page(struct page *page, size_t offset, const char *from, size_t len)
+{
+	memcpy_to_page(page, offset, from, len);
 }

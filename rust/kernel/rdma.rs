@@ -21,6 +21,7 @@ pub mod mmap;
 pub mod mr;
 pub mod mw;
 mod object;
+pub mod pages;
 pub mod pd;
 pub mod qp;
 pub mod srq;

@@ -262,6 +262,25 @@ static noinline_for_stack void fastreg(struct ib_device *ibdev, struct ib_pd *pd
 	      !p1[len - (PAGE_SIZE - head)],
 	      "fastreg: the bytes landed in both pages, nothing around them");
 
+	/*
+	 * From the MR to itself, by lkey and rkey: both ends are registrations whose copies hold
+	 * a lock, so the bytes take the engine's bounce path.
+	 */
+	{
+		struct ib_sge self = { .addr = mr->iova + 2048, .length = 64, .lkey = mr->lkey };
+		struct ib_rdma_wr w = {};
+
+		w.wr.opcode = IB_WR_RDMA_WRITE;
+		w.wr.sg_list = &self;
+		w.wr.num_sge = 1;
+		w.remote_addr = mr->iova;
+		w.rkey = mr->rkey;
+		ret = post_wait(a, cq, &w.wr, &wc[0]) ?: wc[0].status;
+		CHECK(ret == IB_WC_SUCCESS && !memcmp(p0 + head, src + 2048, 64) &&
+		      !memcmp(p0 + head + 64, src + 64, 64),
+		      "fastreg: a write from the MR to itself moves 64 bytes, no more (%d)", ret);
+	}
+
 	inv.opcode = IB_WR_LOCAL_INV;
 	inv.ex.invalidate_rkey = mr->rkey;
 	ret = post_wait(b, cq, &inv, &wc[0]);

@@ -5,8 +5,8 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h).
 
-use super::{device::Device, driver::Driver};
-use crate::{bindings, error::from_err_ptr, prelude::*, types::Opaque};
+use super::{device::Device, driver::Driver, pages::PageSlice};
+use crate::{bindings, error::from_err_ptr, page::PAGE_SIZE, prelude::*, types::Opaque};
 use core::{
     ffi::c_void,
     ops::Deref,
@@ -39,12 +39,17 @@ pub mod access {
 ///
 /// # Invariants
 ///
-/// `ptr` is a umem returned by `ib_umem_get` and owned by this value.
+/// `ptr` is a umem returned by `ib_umem_get` and owned by this value; `pages` holds the pages
+/// it pinned, in order, the first byte lying `offset` bytes into the first.
 pub struct Umem {
     ptr: NonNull<bindings::ib_umem>,
+    pages: KVVec<*mut bindings::page>,
+    offset: usize,
+    len: usize,
 }
 
-// SAFETY: A umem is a description of pinned pages; it may be released from any thread.
+// SAFETY: A umem is a description of pinned pages; it may be released from any thread, and the
+// page pointers are only read.
 unsafe impl Send for Umem {}
 // SAFETY: `&Umem` only reads immutable fields.
 unsafe impl Sync for Umem {}
@@ -52,64 +57,95 @@ unsafe impl Sync for Umem {}
 impl Umem {
     /// Pins `len` bytes of the calling process's memory at `addr` for access `access`.
     pub fn get<T: Driver>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
-        let addr = usize::try_from(addr).map_err(|_| EINVAL)?;
+        let start = usize::try_from(addr).map_err(|_| EINVAL)?;
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        let offset = start % PAGE_SIZE;
+        let npages = offset.checked_add(len).ok_or(EINVAL)?.div_ceil(PAGE_SIZE);
+        // The page table costs a pointer per page, charged to the caller as the pin is.
+        let mut pages = KVVec::with_capacity(npages, GFP_KERNEL_ACCOUNT)?;
         // SAFETY: The device is valid; `ib_umem_get` checks the range against the caller's
         // address space and returns a umem or an error pointer.
-        let ptr = from_err_ptr(unsafe {
-            bindings::ib_umem_get(dev.as_raw(), addr as _, len, access as i32)
+        let raw = from_err_ptr(unsafe {
+            bindings::ib_umem_get(dev.as_raw(), start as _, len, access as i32)
         })?;
-        // INVARIANT: `ib_umem_get` succeeded, so `ptr` is a umem we own.
+        // SAFETY: `from_err_ptr` passed, so the pointer is valid and not null.
+        let ptr = unsafe { NonNull::new_unchecked(raw) };
+        // SAFETY: The umem is valid; `pages` has room for `npages` pointers, which the helper
+        // writes at most.
+        let filled = unsafe { bindings::ib_umem_pages(ptr.as_ptr(), pages.as_mut_ptr(), npages) };
+        if filled != npages {
+            // SAFETY: The umem is ours and not used after this.
+            unsafe { bindings::ib_umem_release(ptr.as_ptr()) };
+            return Err(EFAULT);
+        }
+        // SAFETY: The helper initialised the first `npages` entries, within the capacity.
+        unsafe { pages.set_len(npages) };
+        // INVARIANT: `ib_umem_get` succeeded, so `ptr` is a umem we own; `pages` holds its
+        // pages in order and the first byte lies `offset` bytes into the first.
         Ok(Self {
-            // SAFETY: `from_err_ptr` passed, so the pointer is valid and not null.
-            ptr: unsafe { NonNull::new_unchecked(ptr) },
+            ptr,
+            pages,
+            offset,
+            len,
         })
     }
 
     /// Returns the length in bytes.
     pub fn len(&self) -> usize {
-        // SAFETY: The umem is valid (type invariant); `length` is fixed.
-        unsafe { (*self.ptr.as_ptr()).length }
+        self.len
     }
 
     /// Returns whether the umem is empty (never true: `ib_umem_get` refuses empty ranges).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
+    }
+
+    /// The bytes from byte `offset` to the end of their page, at most `n` of them; `None` if
+    /// `offset` is not in the umem.
+    pub fn slice(&self, offset: usize, n: usize) -> Option<PageSlice<'_>> {
+        if offset >= self.len {
+            return None;
+        }
+        let pos = self.offset.checked_add(offset)?;
+        let page = *self.pages.get(pos / PAGE_SIZE)?;
+        let in_page = pos % PAGE_SIZE;
+        let len = n.min(PAGE_SIZE - in_page).min(self.len - offset);
+        // SAFETY: The page is pinned for as long as the umem lives (type invariant), which the
+        // slice borrows.
+        unsafe { PageSlice::new(page, in_page, len) }
+    }
+
+    /// Calls `f(slice, range)` for each page's part of the `n` bytes at byte `offset`, `range`
+    /// being where that part lies in the `n` bytes.
+    fn pieces(
+        &self,
+        offset: usize,
+        n: usize,
+        mut f: impl FnMut(PageSlice<'_>, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        if offset.checked_add(n).ok_or(EINVAL)? > self.len {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        while done < n {
+            let slice = self.slice(offset + done, n - done).ok_or(EINVAL)?;
+            let len = slice.len();
+            f(slice, done..done + len)?;
+            done += len;
+        }
+        Ok(())
     }
 
     /// Copies `dst.len()` bytes at byte `offset` of the pinned memory into `dst`.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
-        if offset.checked_add(dst.len()).ok_or(EINVAL)? > self.len() {
-            return Err(EINVAL);
-        }
-        // SAFETY: The umem is valid and the range lies within it (checked above).
-        let ret = unsafe {
-            bindings::ib_umem_copy_from(
-                dst.as_mut_ptr().cast(),
-                self.ptr.as_ptr(),
-                offset,
-                dst.len(),
-            )
-        };
-        crate::error::to_result(ret)
+        self.pieces(offset, dst.len(), |slice, r| slice.read(0, &mut dst[r]))
     }
 
-    /// Copies `src` into the pinned memory at byte `offset`.
+    /// Copies `src` into the pinned memory at byte `offset`. The pages were pinned for writing
+    /// only if the access asked for it, which the caller checks before writing (a read-only pin
+    /// still holds the pages the process sees).
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
-        if offset.checked_add(src.len()).ok_or(EINVAL)? > self.len() {
-            return Err(EINVAL);
-        }
-        // SAFETY: The umem is valid and the range lies within it (checked above); the pages
-        // were pinned for writing only if the MR allows local writes, which the caller checks
-        // before writing (a read-only pin still maps the pages; the copy goes to the pages the
-        // process sees).
-        let n = unsafe {
-            bindings::ib_umem_copy_to(self.ptr.as_ptr(), offset, src.as_ptr().cast(), src.len())
-        };
-        if n != src.len() {
-            return Err(EFAULT);
-        }
-        Ok(())
+        self.pieces(offset, src.len(), |slice, r| slice.write(0, &src[r]))
     }
 
     /// Returns the user address the umem starts at.
@@ -190,6 +226,23 @@ impl KernelBuf {
             return Err(EFAULT);
         }
         self.addr.checked_add(offset).ok_or(EFAULT)
+    }
+
+    /// The bytes from byte `offset` to the end of their page, at most `n` of them; `None` if
+    /// `offset` is not in the buffer.
+    pub fn slice(&self, offset: usize, n: usize) -> Option<PageSlice<'_>> {
+        if offset >= self.len {
+            return None;
+        }
+        let addr = self.addr.checked_add(offset)?;
+        let in_page = addr % PAGE_SIZE;
+        let len = n.min(PAGE_SIZE - in_page).min(self.len - offset);
+        // SAFETY: `addr` lies in the linear map (type invariant), where `virt_to_page` only
+        // computes.
+        let page = unsafe { bindings::virt_to_page(addr as *const c_void) };
+        // SAFETY: The page is the caller's buffer, lent to the device while the buffer lives
+        // (type invariant); the slice borrows the buffer.
+        unsafe { PageSlice::new(page, in_page, len) }
     }
 
     /// Copies `dst.len()` bytes at byte `offset` of the buffer into `dst`.

@@ -12,7 +12,11 @@
 //! ([`DeviceCounters`]); reads are rare, so the work goes there.
 //! Documentation/infiniband/srdma.rst says what increments each counter.
 
-use crate::{qp::QpShared, table::Table};
+use crate::{
+    qp::QpShared,
+    table::Table,
+    wc::{WcStatus, WrOpcode, WC_RECV_BIT},
+};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     c_str, new_mutex,
@@ -96,21 +100,6 @@ counters! {
     RingErrors => "ring_errors",
 }
 
-// `enum ibv_wc_status` values that have a counter.
-const WC_SUCCESS: u32 = 0;
-const WC_LOC_LEN_ERR: u32 = 1;
-const WC_LOC_PROT_ERR: u32 = 4;
-const WC_WR_FLUSH_ERR: u32 = 5;
-const WC_REM_ACCESS_ERR: u32 = 10;
-const WC_RETRY_EXC_ERR: u32 = 12;
-const WC_RNR_RETRY_EXC_ERR: u32 = 13;
-/// Receive completion opcodes (`IBV_WC_RECV` and above) have this bit.
-const WC_RECV: u32 = 128;
-// `enum ib_uverbs_wr_opcode` values of SENDs.
-const WR_SEND: u8 = 2;
-const WR_SEND_WITH_IMM: u8 = 3;
-const WR_SEND_WITH_INV: u8 = 9;
-
 /// A block of counters with one writer at a time: the holder of the lock that owns the block
 /// (the QP's SQ lock for [`QpCounters::send`], its receive queue's lock for
 /// [`QpCounters::recv`]). Readers may read it at any time and see each counter's latest store.
@@ -179,13 +168,13 @@ impl Counters {
 
     /// Counts the outcome of an SQ WQE with opcode `opcode` that the engine carried out
     /// (signaled or not), by its completion status.
-    pub(crate) fn executed(&self, opcode: u8, status: u32) {
+    pub(crate) fn executed(&self, opcode: Option<WrOpcode>, status: WcStatus) {
         match status {
-            WC_SUCCESS if matches!(opcode, WR_SEND | WR_SEND_WITH_IMM | WR_SEND_WITH_INV) => {
+            WcStatus::Success if opcode.is_some_and(WrOpcode::is_send) => {
                 self.inc(Counter::RdmaSends)
             }
-            WC_RETRY_EXC_ERR => self.inc(Counter::RetryExceededErr),
-            WC_RNR_RETRY_EXC_ERR => self.inc(Counter::RetryRnrExceededErr),
+            WcStatus::RetryExcErr => self.inc(Counter::RetryExceededErr),
+            WcStatus::RnrRetryExcErr => self.inc(Counter::RetryRnrExceededErr),
             _ => {}
         }
     }
@@ -198,11 +187,13 @@ impl Counters {
             Counter::CqOverflows
         });
         let class = match cqe.status {
-            WC_SUCCESS if cqe.opcode & WC_RECV != 0 => Counter::RdmaRecvs,
-            WC_LOC_PROT_ERR => Counter::ErrLocalProt,
-            WC_REM_ACCESS_ERR => Counter::ErrRemoteAccess,
-            WC_LOC_LEN_ERR => Counter::ErrLength,
-            WC_WR_FLUSH_ERR => Counter::ErrFlush,
+            s if s == WcStatus::Success as u32 && cqe.opcode & WC_RECV_BIT != 0 => {
+                Counter::RdmaRecvs
+            }
+            s if s == WcStatus::LocProtErr as u32 => Counter::ErrLocalProt,
+            s if s == WcStatus::RemAccessErr as u32 => Counter::ErrRemoteAccess,
+            s if s == WcStatus::LocLenErr as u32 => Counter::ErrLength,
+            s if s == WcStatus::WrFlushErr as u32 => Counter::ErrFlush,
             _ => return,
         };
         self.inc(class);

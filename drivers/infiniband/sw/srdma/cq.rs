@@ -7,6 +7,7 @@ use crate::{
     doorbell::DbRecord,
     limits::{Charge, Kind},
     params::MAX_CQE,
+    wc::flags as ibv,
 };
 use core::sync::atomic::{fence, AtomicBool, Ordering};
 use kernel::{
@@ -29,11 +30,6 @@ use kernel::{
 /// Byte offsets in a CQ's doorbell record (`struct srdma_cq_db`).
 const DB_CQ_CI: usize = 0;
 const DB_CQ_ARM: usize = 4;
-
-// `enum ibv_wc_flags` bits that kernel CQs report differently.
-const IBV_WC_GRH: u32 = 1;
-const IBV_WC_WITH_IMM: u32 = 2;
-const IBV_WC_WITH_INV: u32 = 8;
 
 const CQE_SIZE: usize = SRDMA_CQE_SIZE as usize;
 
@@ -198,19 +194,20 @@ impl CqShared {
     }
 }
 
-/// Converts a CQE of QP `qp` to the work completion of a kernel caller.
+/// Converts a CQE of QP `qp` to the work completion of a kernel caller; its flags differ in
+/// number from the user ABI's (`enum ibv_wc_flags`).
 fn to_wc(c: &srdma_cqe, qp: QpHandle) -> Wc {
     let mut flags = 0;
-    if c.wc_flags & IBV_WC_GRH != 0 {
+    if c.wc_flags & ibv::GRH != 0 {
         flags |= wc_flags::GRH;
         if c.network_hdr_type != 0 {
             flags |= wc_flags::WITH_NETWORK_HDR_TYPE;
         }
     }
-    if c.wc_flags & IBV_WC_WITH_IMM != 0 {
+    if c.wc_flags & ibv::WITH_IMM != 0 {
         flags |= wc_flags::WITH_IMM;
     }
-    if c.wc_flags & IBV_WC_WITH_INV != 0 {
+    if c.wc_flags & ibv::WITH_INV != 0 {
         flags |= wc_flags::WITH_INVALIDATE;
     }
     Wc {

@@ -379,7 +379,7 @@ impl rdma::Driver for SrdmaDevice {
     }
 
     fn post_send_user(qp: &Qp<Self>) -> Result {
-        let result = crate::engine::kick(qp);
+        let result = crate::req::kick(qp);
         let dev = qp.device();
         if qp.shared.ctx_db.is_some() && dev.poller.wake(&dev.queue) {
             qp.device().counters.inc(Counter::PollerWakeups);

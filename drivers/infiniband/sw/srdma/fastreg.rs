@@ -19,6 +19,7 @@ use kernel::{
     prelude::*,
     rdma::{
         mr::{access, KernelBuf, SgMapper},
+        pages::PageSlice,
         uapi::srdma_wqe_bind,
         Device,
     },
@@ -194,40 +195,23 @@ impl Registration {
         usize::try_from(addr - self.iova + self.first).ok()
     }
 
-    /// Calls `f(page, offset in page, part of the copy)` for each piece of the copy of `len`
-    /// bytes at `offset` (from the start of the first page) that lies within one page.
-    fn copy(
-        &self,
-        offset: usize,
-        len: usize,
-        mut f: impl FnMut(&KernelBuf, usize, core::ops::Range<usize>) -> Result,
-    ) -> Result {
+    /// Runs `f` while the registration is valid, and keeps it so until `f` returns: an
+    /// invalidation waits, so once it has completed no copy through the registration runs.
+    pub(crate) fn hold<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         let valid = self.valid.lock();
         if !*valid {
             return Err(EFAULT);
         }
+        f()
+    }
+
+    /// The bytes at `offset` (from the start of the first page) to the end of their page, at
+    /// most `n`.
+    pub(crate) fn slice(&self, offset: usize, n: usize) -> Option<PageSlice<'_>> {
         let page_size = self.page_size as usize;
-        let mut done = 0;
-        while done < len {
-            let at = offset.checked_add(done).ok_or(EFAULT)?;
-            let page = self
-                .pages
-                .get(at.checked_div(page_size).ok_or(EFAULT)?)
-                .ok_or(EFAULT)?;
-            let in_page = at.checked_rem(page_size).ok_or(EFAULT)?;
-            let n = (page_size - in_page).min(len - done);
-            f(page, in_page, done..done + n)?;
-            done += n;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
-        self.copy(offset, dst.len(), |page, at, r| page.read(at, &mut dst[r]))
-    }
-
-    pub(crate) fn write(&self, offset: usize, src: &[u8]) -> Result {
-        self.copy(offset, src.len(), |page, at, r| page.write(at, &src[r]))
+        let page = self.pages.get(offset.checked_div(page_size)?)?;
+        let in_page = offset.checked_rem(page_size)?;
+        page.slice(in_page, n.min(page_size - in_page))
     }
 }
 

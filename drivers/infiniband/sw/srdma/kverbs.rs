@@ -9,9 +9,9 @@
 
 use crate::{
     device::SrdmaDevice,
-    engine::SEG,
     params::MAX_INLINE_DATA,
     qp::{QpShared, Ring, DB_RQ_CI, DB_RQ_PI, DB_SQ_CI, DB_SQ_PI},
+    wqe::SEG,
 };
 use kernel::{
     prelude::*,
@@ -70,8 +70,8 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
         | op::RDMA_READ
         | op::ATOMIC_CMP_AND_SWP
         | op::ATOMIC_FETCH_AND_ADD
-        | op::LOCAL_INV => wr.opcode() as u8,
-        op::REG_MR => crate::engine::KWR_REG_MR,
+        | op::LOCAL_INV
+        | op::REG_MR => wr.opcode() as u8,
         _ => return Err(EINVAL),
     };
     let f = wr.send_flags();

@@ -17,6 +17,7 @@ use kernel::{
     prelude::*,
     rdma::{
         mr::{access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
+        pages::PageSlice,
         pd::Pd,
         ucontext::User,
         Device,
@@ -55,19 +56,12 @@ pub(crate) enum MrMem {
 }
 
 impl MrMem {
-    /// Copies `dst.len()` bytes at byte `offset` of the MR into `dst`.
-    fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+    /// The bytes from byte `offset` of the MR to the end of their page, at most `n`; only
+    /// pinned user memory is reached directly.
+    fn slice(&self, offset: usize, n: usize) -> Option<PageSlice<'_>> {
         match self {
-            MrMem::User(umem) => umem.read(offset, dst),
-            MrMem::Kernel | MrMem::Fast(_) => Err(EFAULT),
-        }
-    }
-
-    /// Copies `src` to byte `offset` of the MR.
-    fn write(&self, offset: usize, src: &[u8]) -> Result {
-        match self {
-            MrMem::User(umem) => umem.write(offset, src),
-            MrMem::Kernel | MrMem::Fast(_) => Err(EFAULT),
+            MrMem::User(umem) => umem.slice(offset, n),
+            MrMem::Kernel | MrMem::Fast(_) => None,
         }
     }
 }
@@ -108,34 +102,77 @@ impl Span {
         self.len
     }
 
-    /// The offset in the memory of the byte `at` of the span, if `n` bytes from there lie in it.
-    fn place(&self, at: usize, n: usize) -> Result<usize> {
-        if at.checked_add(n).ok_or(EFAULT)? > self.len {
-            return Err(EFAULT);
+    /// Whether a copy through it holds a lock: a window's or a registration's.
+    pub(crate) fn guarded(&self) -> bool {
+        matches!(self.target, Target::Window(..) | Target::Fast(_))
+    }
+
+    /// Runs `f` with the span's memory held as the key granted it: a window stays bound as it
+    /// was, a registration valid, until `f` returns (an unbind or invalidation waits for it).
+    /// Fails with `fail` if that is no longer so.
+    pub(crate) fn hold<R, E>(
+        &self,
+        fail: E,
+        f: impl FnOnce(&Held<'_>) -> core::result::Result<R, E>,
+    ) -> core::result::Result<R, E> {
+        let held = Held(self);
+        match &self.target {
+            Target::Window(_, window) => window.with(|| Ok(f(&held))).map_err(|_| fail)?,
+            Target::Fast(reg) => reg.hold(|| Ok(f(&held))).map_err(|_| fail)?,
+            Target::Mr(_) | Target::Kernel(_) => f(&held),
         }
-        self.offset.checked_add(at).ok_or(EFAULT)
     }
 
     /// Copies the bytes from byte `at` of the span into `dst`.
     pub(crate) fn read(&self, at: usize, dst: &mut [u8]) -> Result {
-        let offset = self.place(at, dst.len())?;
-        match &self.target {
-            Target::Mr(mr) => mr.mem.read(offset, dst),
-            Target::Window(mr, window) => window.with(|| mr.mem.read(offset, dst)),
-            Target::Fast(reg) => reg.read(offset, dst),
-            Target::Kernel(buf) => buf.read(offset, dst),
-        }
+        self.hold(EFAULT, |held| {
+            held.pieces(at, dst.len(), |slice, r| slice.read(0, &mut dst[r]))
+        })
     }
 
     /// Copies `src` to byte `at` of the span.
     pub(crate) fn write(&self, at: usize, src: &[u8]) -> Result {
-        let offset = self.place(at, src.len())?;
-        match &self.target {
-            Target::Mr(mr) => mr.mem.write(offset, src),
-            Target::Window(mr, window) => window.with(|| mr.mem.write(offset, src)),
-            Target::Fast(reg) => reg.write(offset, src),
-            Target::Kernel(buf) => buf.write(offset, src),
+        self.hold(EFAULT, |held| {
+            held.pieces(at, src.len(), |slice, r| slice.write(0, &src[r]))
+        })
+    }
+}
+
+/// A span whose memory is held for a copy ([`Span::hold`]).
+pub(crate) struct Held<'a>(&'a Span);
+
+impl<'a> Held<'a> {
+    /// The bytes from byte `at` of the span to the end of their page, at most `n`.
+    pub(crate) fn slice(&self, at: usize, n: usize) -> Option<PageSlice<'a>> {
+        let span = self.0;
+        let n = n.min(span.len.checked_sub(at)?);
+        if n == 0 {
+            return None;
         }
+        let offset = span.offset.checked_add(at)?;
+        match &span.target {
+            Target::Mr(mr) | Target::Window(mr, _) => mr.mem.slice(offset, n),
+            Target::Fast(reg) => reg.slice(offset, n),
+            Target::Kernel(buf) => buf.slice(offset, n),
+        }
+    }
+
+    /// Calls `f(slice, range)` for each page's part of the `n` bytes from byte `at`, `range`
+    /// being where the part lies in the `n` bytes.
+    fn pieces(
+        &self,
+        at: usize,
+        n: usize,
+        mut f: impl FnMut(PageSlice<'a>, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let mut done = 0;
+        while done < n {
+            let slice = self.slice(at + done, n - done).ok_or(EFAULT)?;
+            let len = slice.len();
+            f(slice, done..done + len)?;
+            done += len;
+        }
+        Ok(())
     }
 }
 

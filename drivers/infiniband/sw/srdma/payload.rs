@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
 //! Message payloads: the bytes a work request names, as a list of pieces read and written in
-//! order, and the copy between two such lists through a bounded buffer, so that a message of
-//! any size up to `max_msg_sz` needs at most [`CHUNK`] bytes of kernel memory.
+//! order, and the copy between two such lists, page to page, so that a message of any size up
+//! to `max_msg_sz` moves once and needs no kernel buffer.
 
 use crate::mr::Span;
-use kernel::prelude::*;
+use kernel::{prelude::*, rdma::pages};
 
-/// The most bytes one step of a copy moves.
+/// The most bytes one step of a copy moves, holding what its spans hold.
 pub(crate) const CHUNK: usize = 64 * 1024;
 
 /// The bytes of a message, or the memory they go to, in order.
@@ -110,28 +110,87 @@ enum Piece<'a> {
     Span(&'a Span),
 }
 
-/// Copies the first `n` bytes of `from` to the first `n` bytes of `to`, at most [`CHUNK`]
-/// bytes at a time.
+/// Copies the first `n` bytes of `from` to the first `n` bytes of `to`, once: from the
+/// kernel's bytes or from the source pages straight into the destination pages.
 pub(crate) fn copy(from: &Segments, to: &Segments, n: usize) -> core::result::Result<(), Failed> {
     if n == 0 {
         return Ok(());
     }
-    if let Segments::Bytes(b) = from {
-        // Kernel-held bytes need no bounce buffer.
-        let src = b.get(..n).ok_or(Failed::Source)?;
-        return to.write(0, src).map_err(|_| Failed::Destination);
+    match (from, to) {
+        (Segments::Bytes(b), _) => {
+            let src = b.get(..n).ok_or(Failed::Source)?;
+            to.write(0, src).map_err(|_| Failed::Destination)
+        }
+        (Segments::Spans(from), Segments::Spans(to)) => copy_spans(from, to, n),
+        (_, Segments::Bytes(_)) => Err(Failed::Destination),
     }
-    let mut buf = KVec::new();
-    buf.extend_with(n.min(CHUNK), 0u8, GFP_KERNEL)
-        .map_err(|_| Failed::NoMemory)?;
-    let mut at = 0;
-    while at < n {
-        let step = (n - at).min(CHUNK);
-        from.read(at, &mut buf[..step])
-            .map_err(|_| Failed::Source)?;
-        to.write(at, &buf[..step])
-            .map_err(|_| Failed::Destination)?;
-        at += step;
+}
+
+/// Copies `n` bytes from the spans `from` to the spans `to`, a piece at a time: each piece
+/// lies in one span of each side and is at most [`CHUNK`] bytes, so that no lock a span holds
+/// is held for long.
+fn copy_spans(from: &[Span], to: &[Span], n: usize) -> core::result::Result<(), Failed> {
+    let (mut src, mut dst) = (from.iter(), to.iter());
+    let (mut s, mut d) = (src.next(), dst.next());
+    let (mut s_at, mut d_at, mut done) = (0, 0, 0);
+    let mut bounce = KVec::new();
+    while done < n {
+        let span_s = s.ok_or(Failed::Source)?;
+        let span_d = d.ok_or(Failed::Destination)?;
+        if s_at == span_s.len() {
+            (s, s_at) = (src.next(), 0);
+            continue;
+        }
+        if d_at == span_d.len() {
+            (d, d_at) = (dst.next(), 0);
+            continue;
+        }
+        let step = (span_s.len() - s_at)
+            .min(span_d.len() - d_at)
+            .min(n - done)
+            .min(CHUNK);
+        piece(span_s, s_at, span_d, d_at, step, &mut bounce)?;
+        s_at += step;
+        d_at += step;
+        done += step;
     }
     Ok(())
+}
+
+/// Copies `n` bytes from byte `s_at` of `s` to byte `d_at` of `d`, page to page while both
+/// spans are held. Two spans that both hold a lock (windows, registrations) are never held
+/// at once, since their locks are of one class: their bytes pass through `bounce` instead.
+fn piece(
+    s: &Span,
+    s_at: usize,
+    d: &Span,
+    d_at: usize,
+    n: usize,
+    bounce: &mut KVec<u8>,
+) -> core::result::Result<(), Failed> {
+    if s.guarded() && d.guarded() {
+        if bounce.len() < n {
+            bounce
+                .extend_with(n - bounce.len(), 0, GFP_KERNEL)
+                .map_err(|_| Failed::NoMemory)?;
+        }
+        let buf = &mut bounce[..n];
+        s.read(s_at, buf).map_err(|_| Failed::Source)?;
+        return d.write(d_at, buf).map_err(|_| Failed::Destination);
+    }
+    s.hold(Failed::Source, |src| {
+        d.hold(Failed::Destination, |dst| {
+            let mut done = 0;
+            while done < n {
+                let from = src.slice(s_at + done, n - done).ok_or(Failed::Source)?;
+                let to = dst
+                    .slice(d_at + done, from.len())
+                    .ok_or(Failed::Destination)?;
+                let len = to.len();
+                pages::copy(&to, 0, &from, 0, len).map_err(|_| Failed::Destination)?;
+                done += len;
+            }
+            Ok(())
+        })
+    })
 }

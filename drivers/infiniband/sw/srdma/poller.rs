@@ -13,8 +13,8 @@
 use crate::{
     counters::Counter,
     device::SrdmaDevice,
-    engine,
     qp::{QpShared, DB_SQ_CI, DB_SQ_PI},
+    req,
     ucontext::CTX_FLAGS,
 };
 use core::sync::atomic::{fence, AtomicBool, Ordering};
@@ -144,7 +144,7 @@ impl Poller {
         for q in qps.iter() {
             if has_send_work(q) {
                 let mut ci = q.sq_ci.lock();
-                let _ = engine::process_sq(dev, q, &mut ci);
+                let _ = req::process_sq(dev, q, &mut ci);
                 busy = true;
             }
         }

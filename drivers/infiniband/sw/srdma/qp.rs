@@ -448,8 +448,8 @@ impl SrdmaQp {
         *cur = new;
         drop(cur);
         if next == QpState::Err && cur_state != QpState::Err {
-            crate::engine::flush(shared, true, &mut sq_ci);
-            crate::engine::flush(shared, false, &mut rq_ci);
+            crate::comp::flush(shared, true, &mut sq_ci);
+            crate::comp::flush(shared, false, &mut rq_ci);
         }
         drop(rq_ci);
         drop(sq_ci);

@@ -10,16 +10,17 @@
 use kernel::{net::notifier, prelude::*, rdma};
 
 mod ah;
+mod comp;
 mod counters;
 mod cq;
 mod device;
 mod doorbell;
-mod engine;
 mod fastreg;
 mod grh;
 mod kverbs;
 mod limits;
 mod link;
+mod message;
 mod mr;
 mod mw;
 mod params;
@@ -27,12 +28,17 @@ mod payload;
 mod pd;
 mod poller;
 mod qp;
+mod req;
+mod resp;
 mod rnr;
 mod slotbufs;
 mod srq;
 mod table;
+mod transport;
 mod ucontext;
+mod wc;
 mod worker;
+mod wqe;
 
 module! {
     type: SrdmaModule,

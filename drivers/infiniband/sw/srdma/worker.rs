@@ -9,7 +9,7 @@
 //! A second work item waits for the RNR timers of refused WQEs and processes those send queues
 //! again when their time is up.
 
-use crate::{device::SrdmaDevice, engine, qp::QpShared};
+use crate::{device::SrdmaDevice, qp::QpShared, req};
 use kernel::{
     impl_has_work, net, new_condvar, new_mutex, new_spinlock, new_spinlock_irqsave, new_work,
     prelude::*,
@@ -135,7 +135,7 @@ impl WorkItem<RETRY> for Worker {
                 };
                 for q in due.iter() {
                     let mut ci = q.sq_ci.lock();
-                    let _ = engine::process_sq(&dev, q, &mut ci);
+                    let _ = req::process_sq(&dev, q, &mut ci);
                 }
             }
             let Some(next) = next else {
@@ -165,7 +165,7 @@ impl WorkItem<POSTED> for Worker {
         for q in queued.iter() {
             let mut ci = q.sq_ci.lock();
             // Failures became error completions; a QP not ready to send keeps its work.
-            let _ = engine::process_sq(&dev, q, &mut ci);
+            let _ = req::process_sq(&dev, q, &mut ci);
         }
     }
 }

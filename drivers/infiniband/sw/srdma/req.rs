@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The requester: takes the WQEs of a send queue after a doorbell kick, turns each into a
+//! request for the QP's transport (or carries out the local ones: binds, invalidations,
+//! registrations) and hands what comes back to the completer.
+//!
+//! Everything read from a ring is copied into private memory once and validated there
+//! ([`crate::wqe`]); indices are bounded by the ring sizes; failures become error completions
+//! and move the QP to the error state, as verbs defines.
+
+use crate::{
+    comp::{self, flush, wait_for_responders, Judged},
+    counters::Counter,
+    device::{SrdmaDevice, PORT},
+    fastreg, grh,
+    message::{Atomic, NetworkHdr, Op, Remote, Request, Response, PSN_MASK},
+    mw,
+    payload::Segments,
+    qp::{QpShared, DB_SQ_PI},
+    transport,
+    wc::{WcStatus, WrOpcode},
+    wqe::{bad_producer_index, SendWqe},
+};
+use core::sync::atomic::Ordering;
+use kernel::{
+    prelude::*,
+    rdma::{
+        attr::Mtu,
+        mr::access,
+        qp::{Qp, QpAttr, QpState, QpType},
+        Device,
+    },
+    sync::Arc,
+    time::Ktime,
+};
+
+/// The most WQEs one run of a send queue carries out (a kick, a worker or poller pass).
+const SQ_BUDGET: u32 = 128;
+
+/// Set in the Q_Key of a UD work request: use the QP's own Q_Key instead (IBA 10.2.4).
+const QKEY_FROM_QP: u32 = 0x8000_0000;
+
+/// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
+/// doorbell kick), in the process's own syscall.
+pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
+    let mut ci = qp.shared.sq_ci.lock();
+    qp.shared.counters.send.inc(Counter::Kicks);
+    process_sq(qp.device(), &qp.shared, &mut ci)
+}
+
+/// Processes the SQ of `q` from `*ci` (its locked consumer index) up to the producer index.
+pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut u32) -> Result {
+    if !q.is_alive() {
+        // Destroyed: queued work and RNR retries of the QP end here ([`QpShared::retire`]).
+        return Ok(());
+    }
+    let attr = *q.attr.lock();
+    match attr.qp_state {
+        QpState::Rts => {}
+        // Work posted to a QP in the error state completes as flushed, receives included
+        // (ib_drain_rq posts one and waits for its flush).
+        QpState::Err => {
+            wait_for_responders(q);
+            flush(q, true, ci);
+            let mut rq_ci = q.rq_ci.lock();
+            flush(q, false, &mut rq_ci);
+            return Ok(());
+        }
+        _ => return Err(EINVAL),
+    }
+    let now = Ktime::ktime_get().to_ns();
+    if q.rnr.waiting(now) {
+        // The worker tries the head WQE again when its RNR timer runs out.
+        return Ok(());
+    }
+    let pi = q.db.load(DB_SQ_PI)?;
+    let pending = pi.wrapping_sub(*ci);
+    if pending > q.sq.wqe_cnt {
+        bad_producer_index(q, true);
+        return Err(EINVAL);
+    }
+    q.counters.send.doorbell(pending);
+    let mut failed = false;
+    for n in 0..pending {
+        if n == SQ_BUDGET && !failed {
+            // The rest runs on the device's worker, after the workqueue had its chance to
+            // reschedule: no kick or pass works without bound.
+            dev.worker().schedule(dev.queue(), q.clone())?;
+            return Ok(());
+        }
+        let wqe = SendWqe::read(q, *ci)?;
+        let status = if failed {
+            WcStatus::WrFlushErr
+        } else {
+            match carry_out(dev, q, &attr, &wqe, now) {
+                Judged::Done(status) => status,
+                Judged::RetryAt(at) => {
+                    // The WQE stays at the head of the queue until then.
+                    dev.worker().retry_at(dev.queue(), q, at)?;
+                    return Ok(());
+                }
+            }
+        };
+        failed |= comp::retire(q, ci, &wqe, status, failed)?;
+    }
+    if failed {
+        // The QP entered the error state: its posted receives are flushed too.
+        let mut rq_ci = q.rq_ci.lock();
+        flush(q, false, &mut rq_ci);
+    }
+    Ok(())
+}
+
+/// Carries out WQE `wqe` of `q`: a local operation here, anything else as a request through
+/// the transport, whose response the completer judges.
+fn carry_out(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    attr: &QpAttr,
+    wqe: &SendWqe,
+    now: i64,
+) -> Judged {
+    let Some(opcode) = wqe.opcode else {
+        q.counters.send.inc(Counter::RingErrors);
+        return Judged::Done(WcStatus::LocQpOpErr);
+    };
+    let result = match (q.qp_type, opcode) {
+        (QpType::Ud | QpType::Gsi, WrOpcode::Send | WrOpcode::SendImm) => {
+            datagram(dev, q, attr, wqe, opcode)
+        }
+        (QpType::Rc | QpType::Uc, WrOpcode::BindMw | WrOpcode::LocalInv | WrOpcode::RegMr) => {
+            return Judged::Done(memory_op(dev, q, wqe, opcode));
+        }
+        // Reads and atomics need responses: RC only.
+        (QpType::Rc, WrOpcode::RdmaRead | WrOpcode::CmpSwap | WrOpcode::FetchAdd) => {
+            read_or_atomic(dev, q, attr, wqe, opcode, now)
+        }
+        (
+            QpType::Rc | QpType::Uc,
+            WrOpcode::Send
+            | WrOpcode::SendImm
+            | WrOpcode::SendInv
+            | WrOpcode::RdmaWrite
+            | WrOpcode::RdmaWriteImm,
+        ) => send_or_write(dev, q, attr, wqe, opcode, now),
+        _ => Err(WcStatus::LocQpOpErr),
+    };
+    match result {
+        Ok(judged) => judged,
+        Err(status) => Judged::Done(status),
+    }
+}
+
+/// The parts of a request from `q` (attributes `attr`) to its connected peer, and the PSN it
+/// takes; fails if the QP's address vector names a GID the port does not have.
+fn connected_request<'a>(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    solicited: bool,
+    op: Op<'a>,
+) -> Option<Request<'a>> {
+    let sgid = dev
+        .query_gid(PORT, u32::from(attr.ah_attr.sgid_index))
+        .ok()?;
+    let psn = q.sq_psn.load(Ordering::Relaxed);
+    q.sq_psn
+        .store(psn.wrapping_add(1) & PSN_MASK, Ordering::Relaxed);
+    Some(Request {
+        service: q.qp_type,
+        src_qpn: q.qpn,
+        sgid,
+        dest_qpn: attr.dest_qp_num,
+        psn,
+        solicited,
+        op,
+    })
+}
+
+/// Sends `op` from connected QP `q` and judges the response.
+fn send_connected(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    wqe: &SendWqe,
+    op: Op<'_>,
+    sink: Option<&Segments>,
+    now: i64,
+) -> Judged {
+    let Some(req) = connected_request(dev, q, attr, wqe.solicited, op) else {
+        return comp::respond(q, attr, 0, Response::Lost, None, now);
+    };
+    let response = transport::send(q, &attr.ah_attr.dgid, &req);
+    comp::respond(q, attr, req.psn, response, sink, now)
+}
+
+fn send_or_write(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    wqe: &SendWqe,
+    opcode: WrOpcode,
+    now: i64,
+) -> core::result::Result<Judged, WcStatus> {
+    let data = wqe.gather(dev, q)?;
+    q.counters.send.gathered(wqe.inline, data.len());
+    let imm = opcode.has_imm().then_some(wqe.imm_data);
+    let op = if opcode.is_send() {
+        Op::Send {
+            data: &data,
+            imm,
+            invalidate: (opcode == WrOpcode::SendInv).then_some(wqe.imm_data),
+        }
+    } else {
+        let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
+        Op::Write {
+            data: &data,
+            to: Remote {
+                va: remote.remote_addr,
+                rkey: remote.rkey,
+            },
+            imm,
+        }
+    };
+    Ok(send_connected(dev, q, attr, wqe, op, None, now))
+}
+
+/// An RDMA READ or an atomic: the response goes into the requester's SGEs.
+fn read_or_atomic(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    wqe: &SendWqe,
+    opcode: WrOpcode,
+    now: i64,
+) -> core::result::Result<Judged, WcStatus> {
+    if wqe.inline {
+        q.counters.send.inc(Counter::RingErrors);
+        return Err(WcStatus::LocLenErr);
+    }
+    // Where the response goes: the requester's SGEs, with the right to write them.
+    let sink = wqe.sges(dev, q, access::LOCAL_WRITE)?;
+    let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
+    let at = Remote {
+        va: remote.remote_addr,
+        rkey: remote.rkey,
+    };
+    let op = match opcode {
+        WrOpcode::RdmaRead => Op::Read {
+            from: at,
+            sink: &sink,
+        },
+        _ if sink.len() != 8 || at.va % 8 != 0 => return Err(WcStatus::LocLenErr),
+        WrOpcode::CmpSwap => Op::Atomic {
+            at,
+            op: Atomic::CmpSwap {
+                compare: remote.compare_add,
+                swap: remote.swap,
+            },
+        },
+        _ => Op::Atomic {
+            at,
+            op: Atomic::FetchAdd {
+                add: remote.compare_add,
+            },
+        },
+    };
+    Ok(send_connected(dev, q, attr, wqe, op, Some(&sink), now))
+}
+
+/// A UD send: a datagram of at most one path MTU to the QP and Q_Key its WQE names. What the
+/// destination cannot take is lost without an error, as for any datagram.
+fn datagram(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    wqe: &SendWqe,
+    opcode: WrOpcode,
+) -> core::result::Result<Judged, WcStatus> {
+    let ud = wqe.ud(q).map_err(|_| WcStatus::LocQpOpErr)?;
+    let payload = wqe.gather(dev, q)?;
+    q.counters.send.gathered(wqe.inline, payload.len());
+    let mtu = dev
+        .netdev(PORT)
+        .and_then(|ndev| Mtu::for_roce(ndev.mtu()))
+        .unwrap_or(Mtu::Mtu256);
+    if payload.len() > mtu.bytes() as usize {
+        return Err(WcStatus::LocLenErr);
+    }
+    // An address vector naming a GID the port does not have cannot be sent from.
+    let sgid = dev
+        .query_gid(PORT, u32::from(ud.sgid_index))
+        .map_err(|_| WcStatus::LocQpOpErr)?;
+    let route = grh::Route {
+        sgid: &sgid,
+        dgid: &ud.dgid,
+        traffic_class: ud.traffic_class,
+        hop_limit: ud.hop_limit,
+        flow_label: ud.flow_label,
+    };
+    // A datagram is at most one MTU: it is read whole, behind its GRH area.
+    let grh = grh::build(&route, payload.len());
+    let mut data = KVec::new();
+    data.extend_from_slice(&grh, GFP_KERNEL)
+        .and_then(|()| data.extend_with(payload.len(), 0, GFP_KERNEL))
+        .map_err(|_| WcStatus::LocQpOpErr)?;
+    payload
+        .read(0, &mut data[grh.len()..])
+        .map_err(|_| WcStatus::LocProtErr)?;
+    let qkey = if ud.remote_qkey & QKEY_FROM_QP != 0 {
+        attr.qkey
+    } else {
+        ud.remote_qkey
+    };
+    let data = Segments::Bytes(data);
+    let network = if grh::is_v4_mapped(&sgid) && grh::is_v4_mapped(&ud.dgid) {
+        NetworkHdr::Ipv4
+    } else {
+        NetworkHdr::Ipv6
+    };
+    let psn = q.sq_psn.load(Ordering::Relaxed);
+    q.sq_psn
+        .store(psn.wrapping_add(1) & PSN_MASK, Ordering::Relaxed);
+    let req = Request {
+        service: q.qp_type,
+        src_qpn: q.qpn,
+        sgid,
+        dest_qpn: ud.remote_qpn,
+        psn,
+        solicited: wqe.solicited,
+        op: Op::Datagram {
+            data: &data,
+            qkey,
+            imm: (opcode == WrOpcode::SendImm).then_some(wqe.imm_data),
+            network,
+        },
+    };
+    // Whatever becomes of it, a datagram completes as sent.
+    let _ = transport::send(q, &ud.dgid, &req);
+    Ok(Judged::Done(WcStatus::Success))
+}
+
+/// Carries out a bind of a memory window, a fast registration or a local invalidation.
+fn memory_op(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    wqe: &SendWqe,
+    opcode: WrOpcode,
+) -> WcStatus {
+    if opcode == WrOpcode::LocalInv {
+        return match invalidate(dev, q, wqe.imm_data, false) {
+            Ok(()) => WcStatus::Success,
+            Err(_) => WcStatus::LocQpOpErr,
+        };
+    }
+    // Binds and registrations name their memory in the bind segment.
+    let Ok(b) = wqe.bind(q) else {
+        return WcStatus::LocQpOpErr;
+    };
+    if opcode == WrOpcode::RegMr {
+        return match fastreg::register(dev, &q.pd, &b) {
+            Ok(()) => WcStatus::Success,
+            Err(_) => WcStatus::LocQpOpErr,
+        };
+    }
+    match mw::bind(dev, q, &b) {
+        Ok(()) => WcStatus::Success,
+        Err(_) => WcStatus::MwBindErr,
+    }
+}
+
+/// Invalidates `rkey`, a memory window's or a fast-register MR's, for QP `q` of device `dev`;
+/// `remote` says a SEND_WITH_INV that arrived at `q` asks for it.
+pub(crate) fn invalidate(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    rkey: u32,
+    remote: bool,
+) -> core::result::Result<(), crate::mr::Denied> {
+    if mw::is_window_key(rkey) {
+        mw::invalidate(dev, q, rkey, remote)
+    } else {
+        fastreg::invalidate(dev, &q.pd, rkey)
+    }
+}

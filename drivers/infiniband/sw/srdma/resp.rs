@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The responder: the only code that touches a QP's receive queue and its memory on behalf
+//! of a peer.
+//!
+//! A request is checked as a packet from the wire would be before anything of the QP moves:
+//! the transport service, the QP's state, the source (the QP must be connected to the
+//! requester: its destination QP number and the GID of its address vector), the PSN, and for
+//! RDMA the QP's access flags, the key, its rights and the range. A request that fails the
+//! first checks is dropped unseen ([`Response::Lost`]); the others are answered with a NAK, as
+//! an RC responder does.
+
+use crate::{
+    comp::{complete, flush},
+    device::SrdmaDevice,
+    message::{Atomic, Nak, Op, Remote, Request, Response, PSN_MASK},
+    mr::{resolve, Span},
+    mw,
+    payload::{self, Failed, Segments},
+    qp::{CiGuard, QpShared, DB_RQ_CI, DB_RQ_PI},
+    wc::{cqe, flags, WcOpcode, WcStatus},
+    wqe::{bad_producer_index, BadRecv, RecvWqe},
+};
+use core::sync::atomic::Ordering;
+use kernel::{
+    prelude::*,
+    rdma::{
+        mr::access,
+        qp::{QpState, QpType},
+        Device,
+    },
+    sync::Arc,
+};
+
+/// Carries out `req` at QP `qp` of device `dev`, and says what goes back to the requester.
+pub(crate) fn receive(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    req: &Request<'_>,
+) -> Response {
+    if let Op::Datagram {
+        data,
+        qkey,
+        imm,
+        network,
+    } = req.op
+    {
+        // A datagram that is not for a datagram QP with its Q_Key, or that finds no receive
+        // WQE or one too small, is lost to the sender.
+        if matches!(qp.qp_type, QpType::Ud | QpType::Gsi)
+            && matches!(req.service, QpType::Ud | QpType::Gsi)
+            && qp.attr.lock().qkey == qkey
+        {
+            let mut a = Arrival::new(data, imm, req, WcOpcode::Recv);
+            a.network = Some(network as u8);
+            let _ = deliver(dev, qp, &a);
+        }
+        return Response::Lost;
+    }
+    if !accepts(qp, req) {
+        return Response::Lost;
+    }
+    let response = match req.op {
+        Op::Send {
+            data,
+            imm,
+            invalidate,
+        } => {
+            let mut a = Arrival::new(data, imm, req, WcOpcode::Recv);
+            a.invalidate = invalidate;
+            deliver(dev, qp, &a)
+        }
+        Op::Write { data, to, imm } => write(dev, qp, req, data, to, imm),
+        Op::Read { from, sink } => read(dev, qp, req.service, from, sink),
+        Op::Atomic { at, op } => atomic(dev, qp, req.service, at, op),
+        Op::Datagram { .. } => Response::Lost,
+    };
+    if !matches!(response, Response::Nak(Nak::Rnr(_)) | Response::Lost) {
+        // The next request in sequence; a refusal for want of a receive WQE is retried under
+        // the same PSN.
+        qp.epsn
+            .store(req.psn.wrapping_add(1) & PSN_MASK, Ordering::Relaxed);
+    }
+    response
+}
+
+/// Whether connected QP `qp` takes `req` as a peer on the wire would: the same transport
+/// service, connected to the requester (its destination QP number is the requester's and its
+/// address vector names the GID the request came from) and, for RC, the PSN it expects next.
+fn accepts(qp: &QpShared, req: &Request<'_>) -> bool {
+    if qp.qp_type != req.service || !matches!(req.service, QpType::Rc | QpType::Uc) {
+        return false;
+    }
+    let attr = qp.attr.lock();
+    attr.dest_qp_num == req.src_qpn
+        && attr.ah_attr.dgid == req.sgid
+        && (req.service != QpType::Rc || qp.epsn.load(Ordering::Relaxed) == req.psn)
+}
+
+/// Takes the responder lock of `qp` for an RDMA WRITE, READ or atomic and checks that the QP
+/// takes it: in RTR or RTS (a QP in another state drops requests) and with `need` among its
+/// access flags.
+/// The copy happens under the lock, which is the QP's RQ lock: moving a QP to the error state
+/// takes it before the QP's work completes as flushed, so once a kernel caller sees its
+/// registrations' invalidations flushed, no copy into its memory is running.
+fn lock(qp: &QpShared, need: u32) -> core::result::Result<CiGuard<'_>, Response> {
+    let guard = qp.rq_ci.lock();
+    if !qp.is_alive() || !matches!(qp.state(), QpState::Rtr | QpState::Rts) {
+        return Err(Response::Lost);
+    }
+    if qp.attr.lock().qp_access_flags & need != need {
+        return Err(Response::Nak(Nak::RemoteAccess));
+    }
+    Ok(guard)
+}
+
+/// The span of memory behind `rkey` (of an MR or a window) at `qp` that covers `len` bytes at
+/// `va` with rights `need`.
+fn resolve_remote(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    at: Remote,
+    need: u32,
+    len: usize,
+) -> Option<Span> {
+    if mw::is_window_key(at.rkey) {
+        mw::resolve(dev, qp, at.rkey, need, at.va, len as u64)
+    } else {
+        resolve(dev, at.rkey, &qp.pd, need, at.va, len as u64, None)
+    }
+}
+
+/// One span as [`Segments`].
+fn one_span(span: Span) -> Result<Segments> {
+    let mut spans = KVec::new();
+    spans.push(span, GFP_KERNEL)?;
+    Ok(Segments::Spans(spans))
+}
+
+/// What a copy that failed means for the requester: its own memory, or the responder's.
+fn copy_failed(f: Failed, requester_side: Failed) -> Response {
+    match f {
+        Failed::NoMemory => Response::Nak(Nak::RemoteOperational),
+        f if f == requester_side => Response::LocalFault,
+        _ => Response::Nak(Nak::RemoteAccess),
+    }
+}
+
+fn write(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    req: &Request<'_>,
+    data: &Segments,
+    to: Remote,
+    imm: Option<u32>,
+) -> Response {
+    let len = data.len();
+    {
+        let _responder = match lock(qp, access::REMOTE_WRITE) {
+            Ok(guard) => guard,
+            Err(response) => return response,
+        };
+        let Some(span) = resolve_remote(dev, qp, to, access::REMOTE_WRITE, len) else {
+            return Response::Nak(Nak::RemoteAccess);
+        };
+        let Ok(target) = one_span(span) else {
+            return Response::Nak(Nak::RemoteOperational);
+        };
+        if let Err(f) = payload::copy(data, &target, len) {
+            return copy_failed(f, Failed::Source);
+        }
+    }
+    if imm.is_none() {
+        return Response::Ack;
+    }
+    let none = Segments::empty();
+    let mut a = Arrival::new(&none, imm, req, WcOpcode::RecvRdmaWithImm);
+    // The receive completion reports what the write carried (as rxe does).
+    a.byte_len = len as u32;
+    deliver(dev, qp, &a)
+}
+
+fn read(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    service: QpType,
+    from: Remote,
+    sink: &Segments,
+) -> Response {
+    if service != QpType::Rc {
+        return Response::Nak(Nak::InvalidRequest);
+    }
+    let len = sink.len();
+    let _responder = match lock(qp, access::REMOTE_READ) {
+        Ok(guard) => guard,
+        Err(response) => return response,
+    };
+    let Some(span) = resolve_remote(dev, qp, from, access::REMOTE_READ, len) else {
+        return Response::Nak(Nak::RemoteAccess);
+    };
+    let Ok(source) = one_span(span) else {
+        return Response::Nak(Nak::RemoteOperational);
+    };
+    match payload::copy(&source, sink, len) {
+        Ok(()) => Response::Ack,
+        Err(f) => copy_failed(f, Failed::Destination),
+    }
+}
+
+fn atomic(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    service: QpType,
+    at: Remote,
+    op: Atomic,
+) -> Response {
+    if service != QpType::Rc || at.va % 8 != 0 {
+        return Response::Nak(Nak::InvalidRequest);
+    }
+    let _responder = match lock(qp, access::REMOTE_ATOMIC) {
+        Ok(guard) => guard,
+        Err(response) => return response,
+    };
+    let Some(span) = resolve_remote(dev, qp, at, access::REMOTE_ATOMIC, 8) else {
+        return Response::Nak(Nak::RemoteAccess);
+    };
+    // Atomic with respect to the other atomics of the device.
+    let _guard = dev.atomics().lock();
+    let mut old = [0u8; 8];
+    if span.read(0, &mut old).is_err() {
+        return Response::Nak(Nak::RemoteAccess);
+    }
+    let value = u64::from_ne_bytes(old);
+    let new = match op {
+        Atomic::CmpSwap { compare, swap } if value == compare => swap,
+        Atomic::CmpSwap { .. } => value,
+        Atomic::FetchAdd { add } => value.wrapping_add(add),
+    };
+    if span.write(0, &new.to_ne_bytes()).is_err() {
+        return Response::Nak(Nak::RemoteAccess);
+    }
+    Response::AtomicAck(value)
+}
+
+/// A message arriving at a receive queue.
+struct Arrival<'a> {
+    /// The payload; for UD it starts with the GRH area.
+    data: &'a Segments,
+    imm: Option<u32>,
+    /// The sender asked for a solicited event.
+    solicited: bool,
+    src_qpn: u32,
+    wc_opcode: WcOpcode,
+    /// For UD: the network header type the GRH area holds.
+    network: Option<u8>,
+    /// The byte count of the receive completion.
+    byte_len: u32,
+    /// The rkey a SEND_WITH_INV asks the receiver to invalidate.
+    invalidate: Option<u32>,
+}
+
+impl<'a> Arrival<'a> {
+    fn new(data: &'a Segments, imm: Option<u32>, req: &Request<'_>, wc_opcode: WcOpcode) -> Self {
+        Self {
+            data,
+            imm,
+            solicited: req.solicited,
+            src_qpn: req.src_qpn,
+            wc_opcode,
+            network: None,
+            byte_len: data.len() as u32,
+            invalidate: None,
+        }
+    }
+}
+
+/// Takes the next receive WQE of `d` and scatters the message into it.
+fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> Response {
+    // Receive WQEs come from the QP's own RQ or from its SRQ.
+    let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
+        (Some(srq), _) => (&srq.ring, &srq.db, &srq.ci, srq.max_sge),
+        (None, Some(rq)) => (rq, &d.db, &d.rq_ci, d.cap.max_recv_sge),
+        (None, None) => return Response::Lost,
+    };
+    let mut ci = ci_lock.lock();
+    if !d.is_alive() || !matches!(d.state(), QpState::Rtr | QpState::Rts) {
+        return Response::Lost;
+    }
+    let Ok(pi) = db.load(DB_RQ_PI) else {
+        return Response::Lost;
+    };
+    let pending = pi.wrapping_sub(*ci);
+    if pending == 0 {
+        d.counters.recv.no_receive(d.qp_type == QpType::Rc);
+        return Response::Nak(Nak::Rnr(d.attr.lock().min_rnr_timer));
+    }
+    if pending > rq.wqe_cnt {
+        bad_producer_index(d, false);
+        return Response::Lost;
+    }
+    let (wr_id, mut response) = match RecvWqe::read(rq, *ci) {
+        Ok(wqe) => {
+            let copied = wqe
+                .sink(dev, d, rq, max_sge, msg.data.len())
+                .map_err(|BadRecv| Response::Nak(Nak::InvalidRequest))
+                .and_then(|sink| {
+                    payload::copy(msg.data, &sink, msg.data.len()).map_err(|f| match f {
+                        Failed::Source => Response::LocalFault,
+                        _ => Response::Nak(Nak::InvalidRequest),
+                    })
+                });
+            (wqe.wr_id, copied.err().unwrap_or(Response::Ack))
+        }
+        Err(BadRecv) => (0, Response::Nak(Nak::InvalidRequest)),
+    };
+    // The WQE is given back to the process only now that the kernel is done reading it.
+    *ci = ci.wrapping_add(1);
+    let _ = db.store(DB_RQ_CI, *ci);
+    if let Some(srq) = &d.srq {
+        srq.consumed(pending - 1);
+    }
+    let mut wc = cqe(wr_id, WcStatus::Success, msg.wc_opcode, d.qpn);
+    wc.src_qp = msg.src_qpn;
+    wc.byte_len = msg.byte_len;
+    if let Some(imm) = msg.imm {
+        wc.imm_data = imm;
+        wc.wc_flags |= flags::WITH_IMM;
+    }
+    if let Some(net) = msg.network {
+        wc.wc_flags |= flags::GRH;
+        wc.network_hdr_type = net;
+    }
+    match response {
+        Response::Ack => {}
+        // The sender's memory failed under the copy.
+        Response::LocalFault => wc.status = WcStatus::RemOpErr as u32,
+        _ => wc.status = WcStatus::LocLenErr as u32,
+    }
+    if response == Response::Ack {
+        if let Some(rkey) = msg.invalidate {
+            // The window is invalid by the time the process sees the receive completion.
+            if crate::req::invalidate(dev, d, rkey, true).is_ok() {
+                wc.wc_flags |= flags::WITH_INV;
+                wc.imm_data = rkey;
+            } else {
+                wc.status = WcStatus::RemInvReqErr as u32;
+                response = Response::Nak(Nak::InvalidRequest);
+            }
+        }
+    }
+    complete(d, false, &wc, msg.solicited);
+    if response != Response::Ack {
+        // A receive error moves the receiver to the error state too; an SRQ's other WQEs
+        // stay for the other QPs.
+        d.enter_error();
+        if d.srq.is_none() {
+            flush(d, false, &mut ci);
+        }
+    }
+    response
+}

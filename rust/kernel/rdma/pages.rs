@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory that a software device copies from and to, one page at a time.
+//!
+//! A software RDMA device moves a message from the pages one registration names to the pages
+//! another names, as a NIC's DMA engine would. A [`PageSlice`] is part of one page, borrowed
+//! from what keeps that page for the device: the pin of a [`Umem`](super::mr::Umem), or the
+//! kernel caller that lent a [`KernelBuf`](super::mr::KernelBuf). [`copy`] moves bytes between
+//! two slices with a single copy through temporary kernel mappings; the bytes never pass
+//! through a Rust reference, so a process writing its pages meanwhile changes only what it
+//! reads back.
+//!
+//! C header: [`include/linux/highmem.h`](srctree/include/linux/highmem.h).
+
+use crate::{bindings, page::PAGE_SIZE, prelude::*};
+use core::{marker::PhantomData, ptr::NonNull};
+
+/// `len` bytes at `offset` of one page, which stays the device's for `'a`.
+///
+/// # Invariants
+///
+/// `page` is a valid page that its owner keeps (pinned, or lent to the device) for `'a`, and
+/// `offset + len <= PAGE_SIZE`.
+pub struct PageSlice<'a> {
+    page: NonNull<bindings::page>,
+    offset: usize,
+    len: usize,
+    _owner: PhantomData<&'a ()>,
+}
+
+impl<'a> PageSlice<'a> {
+    /// Makes the slice of `len` bytes at `offset` of `page`; `None` if it leaves the page.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a valid page that stays allocated, and may be read and written by the device,
+    /// for `'a`.
+    pub(crate) unsafe fn new(page: *mut bindings::page, offset: usize, len: usize) -> Option<Self> {
+        if offset.checked_add(len)? > PAGE_SIZE {
+            return None;
+        }
+        // INVARIANT: The range lies in the page (checked); the rest is the caller's guarantee.
+        Some(Self {
+            page: NonNull::new(page)?,
+            offset,
+            len,
+            _owner: PhantomData,
+        })
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the slice holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The offset in the page of `n` bytes at byte `at` of the slice.
+    fn at(&self, at: usize, n: usize) -> Result<usize> {
+        if at.checked_add(n).ok_or(EFAULT)? > self.len {
+            return Err(EFAULT);
+        }
+        Ok(self.offset + at)
+    }
+
+    /// Copies `dst.len()` bytes from byte `at` of the slice into `dst`.
+    pub fn read(&self, at: usize, dst: &mut [u8]) -> Result {
+        let offset = self.at(at, dst.len())?;
+        // SAFETY: The page is valid and the device's for the borrow (type invariant), the
+        // range lies within it (checked above), and `dst` is ours to write.
+        unsafe {
+            bindings::memcpy_from_page(
+                dst.as_mut_ptr().cast(),
+                self.page.as_ptr(),
+                offset,
+                dst.len(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Copies `src` to byte `at` of the slice.
+    pub fn write(&self, at: usize, src: &[u8]) -> Result {
+        let offset = self.at(at, src.len())?;
+        // SAFETY: As for `read`; `src` is only read.
+        unsafe {
+            bindings::memcpy_to_page(self.page.as_ptr(), offset, src.as_ptr().cast(), src.len())
+        };
+        Ok(())
+    }
+}
+
+/// Copies `n` bytes from byte `src_at` of `src` to byte `dst_at` of `dst`. Both may be parts of
+/// one page, overlapping or not.
+pub fn copy(
+    dst: &PageSlice<'_>,
+    dst_at: usize,
+    src: &PageSlice<'_>,
+    src_at: usize,
+    n: usize,
+) -> Result {
+    let d = dst.at(dst_at, n)?;
+    let s = src.at(src_at, n)?;
+    // SAFETY: Both pages are valid and the device's for the borrows (type invariants), and
+    // both ranges lie within their pages (checked above).
+    unsafe { bindings::rdma_copy_page(dst.page.as_ptr(), d, src.page.as_ptr(), s, n) };
+    Ok(())
+}
