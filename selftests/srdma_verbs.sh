@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Userspace verbs on srdma: the stock rdma-core tools see the device through the srdma
-# provider; srdma_verbs.c creates objects and checks their errors; `rdma res` tracks them and a
-# killed process leaves nothing behind.
+# provider; srdma_verbs.c creates objects and checks their errors, srdma_states.c posts in each
+# QP state; `rdma res` tracks them and a killed process leaves nothing behind.
 
 . "$(dirname "$0")/lib.sh"
 require_cmd rdma ip ibv_devices ibv_devinfo cc
@@ -63,6 +63,8 @@ rm -f "$events"
 
 # The objects program, its subtests folded into ours.
 tap_run verbs 300 "$bin" srdma0
+# Posting in each QP state.
+c_tap states 120 srdma_states srdma0
 
 res() { rdma res show | sed -n "s/.* $1 \([0-9]*\) .*/\1/p" | head -1; }
 check_eq "rdma res: no contexts before" 0 "$(res ctx)"

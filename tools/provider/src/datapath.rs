@@ -137,11 +137,32 @@ pub(crate) unsafe fn build_send_wqe(
     Ok(())
 }
 
+/// Whether a QP in `state` (as libibverbs last set it) takes sends: from RTS on, the error
+/// state included (its work completes flushed). Earlier states refuse them with EINVAL, as
+/// rxe and mlx5 do.
+pub(crate) fn may_send(state: ibv_qp_state) -> bool {
+    !matches!(
+        state,
+        ibv_qp_state_IBV_QPS_RESET | ibv_qp_state_IBV_QPS_INIT | ibv_qp_state_IBV_QPS_RTR
+    )
+}
+
+/// Whether a QP in `state` takes receives: from INIT on.
+fn may_receive(state: ibv_qp_state) -> bool {
+    state != ibv_qp_state_IBV_QPS_RESET
+}
+
 pub(crate) unsafe extern "C" fn post_send(
     ibqp: *mut ibv_qp,
     mut wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
+    // SAFETY: `ibqp` is a QP of ours, `state` maintained by libibverbs' ibv_modify_qp.
+    if !may_send(unsafe { (*ibqp).state }) {
+        // SAFETY: `bad_wr` is valid for writes.
+        unsafe { *bad_wr = wr };
+        return libc::EINVAL;
+    }
     // SAFETY: `ibqp` is a QP of ours.
     let q = unsafe { &*ibqp.cast::<SrdmaQp>() };
     let g = q.geometry;
@@ -280,7 +301,8 @@ pub(crate) unsafe extern "C" fn post_recv(
     // SAFETY: `ibqp` is a QP of ours.
     let q = unsafe { &*ibqp.cast::<SrdmaQp>() };
     let g = q.geometry;
-    if q.rq.is_null() {
+    // SAFETY: As for `post_send`.
+    if q.rq.is_null() || !may_receive(unsafe { (*ibqp).state }) {
         // SAFETY: `bad_wr` is valid for writes.
         unsafe { *bad_wr = wr };
         return libc::EINVAL;

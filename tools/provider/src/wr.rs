@@ -200,6 +200,10 @@ unsafe extern "C" fn wr_complete(qpx: *mut ibv_qp_ex) -> c_int {
     // SAFETY: We hold the lock since wr_start.
     let pi = unsafe { q.sq_pi.get() };
     let mut ret = b.err;
+    // SAFETY: `qpx` is one of ours; libibverbs maintains `state`.
+    if ret == 0 && !crate::datapath::may_send(unsafe { (*qpx).qp_base.state }) {
+        ret = libc::EINVAL;
+    }
     if ret == 0 && b.pi != *pi {
         *pi = b.pi;
         // SAFETY: The doorbell record is mapped while the QP exists.
