@@ -206,11 +206,15 @@ static void srq_limit(void)
 	ibv_destroy_cq(cq);
 }
 
-static void cq_overrun(void)
+/*
+ * Overruns a receive CQ by lost completions. srdma's CQ ring is a power of two that holds one
+ * CQE more than the cqe it reports.
+ */
+static void cq_overrun(int lost)
 {
 	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct ibv_cq *rcq = ibv_create_cq(ctx, 2, NULL, NULL, 0);
-	int n = rcq ? rcq->cqe + 2 : 0;
+	int n = rcq ? rcq->cqe + 1 + lost : 0;
 	struct ibv_qp *a, *b;
 
 	if (!scq || !rcq || !(a = new_qp(scq, rcq, NULL)) || !(b = new_qp(scq, rcq, NULL)) ||
@@ -297,10 +301,15 @@ int main(int argc, char **argv)
 	pd = ibv_alloc_pd(ctx);
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	ibv_query_gid(ctx, 1, 1, &gid);
-	completion_events();
-	srq_limit();
-	cq_overrun();
-	rnr_retry();
+	if (argc > 3 && !strcmp(argv[2], "overrun")) {
+		/* Only the overrun, losing argv[3] completions (srdma_security.sh reads the log). */
+		cq_overrun(atoi(argv[3]));
+	} else {
+		completion_events();
+		srq_limit();
+		cq_overrun(1);
+		rnr_retry();
+	}
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

@@ -34,6 +34,25 @@ if grep -qw memory "$cg/cgroup.controllers" 2>/dev/null && prog srdma_limits; th
 else
 	skip "memcg: ring memory charged to the cgroup" "no cgroup v2 memory controller"
 fi
+
+# No process floods the kernel log: what it does wrong is logged at most 10 times per 5 seconds
+# per device (the kernel's default limit), and the count of what was left out follows.
+flood="srdma_security flood $$"
+echo "$flood" > /dev/kmsg
+overruns() { dmesg | sed -n "/$flood/,\$p" | grep -c "CQ overrun: a completion of QP"; }
+if prog srdma_events; then
+	# A fresh interval: the attacks above may have used some of srdma_a's.
+	sleep 6
+	tap_run flood-a 120 "$PROG" srdma_a overrun 40
+	check_eq "log flood: 40 lost completions on srdma_a, 10 lines" 10 "$(overruns)"
+	tap_run flood-b 120 "$PROG" srdma_b overrun 3
+	check_eq "log flood: srdma_b has a limit of its own (3 more lines)" 13 "$(overruns)"
+	sleep 6
+	tap_run flood-a2 120 "$PROG" srdma_a overrun 1
+	check_eq "log flood: after the interval srdma_a logs again" 14 "$(overruns)"
+	check "log flood: the 30 left out are counted" \
+		eval 'dmesg | sed -n "/$flood/,\$p" | grep -q "srdma: 30 callbacks suppressed"'
+fi
 no_user_qps_left
 log=$(dmesg | sed -n "/$mark/,\$p")
 check "kernel log: no warning or oops during the attacks" \

@@ -18,7 +18,7 @@ use crate::{
     wc::{cqe, WcOpcode, WcStatus},
     wqe::{slot_offset, SendWqe},
 };
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     rdma::{
@@ -26,18 +26,6 @@ use kernel::{
         uapi::srdma_cqe,
     },
 };
-
-/// Warnings about what processes do wrong stop after a few, so that a process cannot flood the
-/// kernel log.
-pub(crate) fn warn_allowed() -> bool {
-    const LIMIT: u32 = 20;
-    static WARNINGS: AtomicU32 = AtomicU32::new(0);
-    let n = WARNINGS.fetch_add(1, Ordering::Relaxed);
-    if n == LIMIT {
-        pr_warn!("further warnings about rings and CQ overruns are suppressed\n");
-    }
-    n < LIMIT
-}
 
 /// Writes `cqe` of QP `q` to its send CQ (`send`) or its receive CQ, and counts it.
 pub(crate) fn complete(q: &QpShared, send: bool, cqe: &srdma_cqe, solicited: bool) {
@@ -48,7 +36,7 @@ pub(crate) fn complete(q: &QpShared, send: bool, cqe: &srdma_cqe, solicited: boo
     };
     let pushed = cq.push(cqe, solicited, q.handle);
     counters.completion(cqe, pushed.is_ok());
-    if pushed.is_err() && warn_allowed() {
+    if pushed.is_err() && q.log_limit.allow() {
         pr_warn!("CQ overrun: a completion of QP {} is lost\n", cqe.qp_num);
     }
 }

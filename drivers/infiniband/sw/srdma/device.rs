@@ -23,6 +23,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     c_str, net, new_mutex,
     prelude::*,
+    ratelimit::Ratelimit,
     rdma::{
         self,
         attr::{
@@ -82,6 +83,9 @@ pub(crate) struct SrdmaDevice {
     limits: Arc<Limits>,
     /// The hardware counters that destroyed QPs left behind; live QPs count in their own.
     counters: Arc<DeviceCounters>,
+    /// What processes do wrong is logged at most this often (the kernel's default limit), so
+    /// that no process floods the log.
+    log_limit: Arc<Ratelimit>,
 }
 
 impl SrdmaDevice {
@@ -105,6 +109,7 @@ impl SrdmaDevice {
             atomics: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
             counters: DeviceCounters::new()?,
             limits: Limits::new()?,
+            log_limit: Arc::pin_init(Ratelimit::default_for(c_str!("srdma")), GFP_KERNEL)?,
         })
     }
 
@@ -146,6 +151,10 @@ impl SrdmaDevice {
 
     pub(crate) fn limits(&self) -> &Arc<Limits> {
         &self.limits
+    }
+
+    pub(crate) fn log_limit(&self) -> &Arc<Ratelimit> {
+        &self.log_limit
     }
 
     pub(crate) fn counters(&self) -> &Arc<DeviceCounters> {

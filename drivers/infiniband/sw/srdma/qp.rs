@@ -18,6 +18,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irqsave,
     prelude::*,
+    ratelimit::Ratelimit,
     rdma::{
         mmap::{MmapEntry, SharedPages},
         mr::KernelBuf,
@@ -117,6 +118,8 @@ pub(crate) struct QpShared {
     pub(crate) srq: Option<Arc<crate::srq::SrqShared>>,
     /// What this QP did, as a requester and as a responder.
     pub(crate) counters: QpCounters,
+    /// The device's limit on log lines about what processes do wrong.
+    pub(crate) log_limit: Arc<Ratelimit>,
 }
 
 impl QpShared {
@@ -321,6 +324,7 @@ impl SrdmaQp {
                 recv_cq,
                 srq: attr.srq.map(|srq| srq.shared.clone()),
                 counters: QpCounters::new(dev.counters().clone()),
+                log_limit: dev.log_limit().clone(),
             },
             GFP_KERNEL,
         )?;

@@ -242,7 +242,7 @@ pub(crate) fn bad_producer_index(q: &QpShared, send: bool) {
         (&q.counters.recv, "RQ")
     };
     counters.inc(Counter::RingErrors);
-    if crate::comp::warn_allowed() {
+    if q.log_limit.allow() {
         pr_warn!(
             "QP {}: {} producer index out of range; QP in error\n",
             q.qpn,
