@@ -71,6 +71,10 @@ script=$logdir/vm-cmd.sh
 		printf 'export RDMAV_DRIVERS=%q\n' "$provider"
 	fi
 	printf 'export SRDMA_BUILD=%q\n' "$build"
+	# The per-suite limit of run_tests.sh, for slow kernels (KASAN).
+	if [ -n "${SRDMA_TEST_TIMEOUT:-}" ]; then
+		printf 'export SRDMA_TEST_TIMEOUT=%q\n' "$SRDMA_TEST_TIMEOUT"
+	fi
 	printf 'exec %q %q %s\n' "$here/guest.sh" "$dmesg_log" "$(printf '%q ' "$@")"
 } > "$script"
 cmd="/bin/bash $script"

@@ -22,9 +22,9 @@
 //! buf[n..n + 3].copy_from_slice(b"abc");
 //! // 3 payload bytes, 1 pad byte, 4 ICRC bytes.
 //! let p = Packet::parse(&buf[..n + 8]).unwrap();
-//! assert_eq!(p.bth.opcode, op);
-//! assert_eq!((p.bth.dest_qp, p.bth.psn, p.bth.pad), (0x12, 5, 1));
-//! assert_eq!(p.imm, Some(0xdead_beef));
+//! assert_eq!(p.headers, hdrs);
+//! assert_eq!((p.headers.bth.dest_qp, p.headers.bth.psn, p.headers.bth.pad), (0x12, 5, 1));
+//! assert_eq!(p.headers.imm, Some(0xdead_beef));
 //! assert_eq!(p.payload, b"abc");
 //! ```
 
@@ -509,22 +509,8 @@ impl Headers {
 /// A RoCEv2 packet read from the payload of its UDP datagram.
 #[derive(Debug)]
 pub struct Packet<'a> {
-    /// The base transport header.
-    pub bth: Bth,
-    /// The datagram header (UD).
-    pub deth: Option<Deth>,
-    /// The RDMA header.
-    pub reth: Option<Reth>,
-    /// The atomic header.
-    pub atomic: Option<AtomicEth>,
-    /// The ACK header.
-    pub aeth: Option<Aeth>,
-    /// The original value of an atomic acknowledgement.
-    pub atomic_ack: Option<u64>,
-    /// Immediate data.
-    pub imm: Option<u32>,
-    /// The rkey a SEND with invalidate names.
-    pub ieth: Option<u32>,
+    /// Its transport headers.
+    pub headers: Headers,
     /// The payload, without the pad bytes and the ICRC.
     pub payload: &'a [u8],
     /// The ICRC the packet carries.
@@ -583,14 +569,16 @@ impl<'a> Packet<'a> {
         let ieth = take(l.ieth, 4).map(be32);
         let tail = &b[b.len() - ICRC_LEN..];
         Ok(Self {
-            bth,
-            deth,
-            reth,
-            atomic,
-            aeth,
-            atomic_ack,
-            imm,
-            ieth,
+            headers: Headers {
+                bth,
+                deth,
+                reth,
+                atomic,
+                aeth,
+                atomic_ack,
+                imm,
+                ieth,
+            },
             payload: &b[hdr..end],
             icrc: u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]),
         })
@@ -638,7 +626,7 @@ fn crc32(crc: u32, bytes: &[u8]) -> u32 {
 /// ICRC rxe computed.
 ///
 /// ```
-/// use kernel::rdma::roce::{icrc, Headers, Operation, Packet, Service};
+/// use kernel::rdma::roce::{icrc, Operation, Packet, Service};
 ///
 /// let captured: [(&[u8], usize, [u8; 4]); 5] = [
 ///     // RC SEND FIRST, IPv4.
@@ -706,17 +694,16 @@ fn crc32(crc: u32, bytes: &[u8]) -> u32 {
 ///     p.extend_from_slice(&sent, GFP_KERNEL)?;
 ///     let transport = if hdrs[0] >> 4 == 4 { 28 } else { 48 };
 ///     let pkt = Packet::parse(&p[transport..]).unwrap();
-///     assert_eq!((pkt.bth.dest_qp, pkt.payload.len()), (0x123, len));
+///     assert_eq!((pkt.headers.bth.dest_qp, pkt.payload.len()), (0x123, len));
 ///     assert_eq!(pkt.icrc.to_le_bytes(), sent);
 ///     // Written again from what was read, the headers are the bytes rxe sent.
-///     let again = Headers { bth: pkt.bth, deth: pkt.deth, ..Headers::default() };
 ///     let mut out = [0u8; 20];
-///     let n = again.write(&mut out)?;
+///     let n = pkt.headers.write(&mut out)?;
 ///     assert_eq!(&out[..n], &hdrs[transport..]);
 /// }
 /// let first = Packet::parse(&[0, 0, 0xff, 0xff, 0, 0, 1, 0x23, 0, 0, 0, 1, 0, 0, 0, 0]).unwrap();
-/// assert_eq!(first.bth.opcode.operation(), Operation::SendFirst);
-/// assert_eq!(first.bth.opcode.service(), Service::Rc);
+/// assert_eq!(first.headers.bth.opcode.operation(), Operation::SendFirst);
+/// assert_eq!(first.headers.bth.opcode.service(), Service::Rc);
 /// # Ok::<(), Error>(())
 /// ```
 pub fn icrc(ip: &[u8]) -> Option<u32> {
