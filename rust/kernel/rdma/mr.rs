@@ -40,12 +40,14 @@ pub mod access {
 /// # Invariants
 ///
 /// `ptr` is a umem returned by `ib_umem_get` and owned by this value; `pages` holds the pages
-/// it pinned, in order, the first byte lying `offset` bytes into the first.
+/// it pinned, in order, the first byte lying `offset` bytes into the first; `writable` says
+/// whether they were pinned for writing.
 pub struct Umem {
     ptr: NonNull<bindings::ib_umem>,
     pages: KVVec<*mut bindings::page>,
     offset: usize,
     len: usize,
+    writable: bool,
 }
 
 // SAFETY: A umem is a description of pinned pages; it may be released from any thread, and the
@@ -80,6 +82,8 @@ impl Umem {
         }
         // SAFETY: The helper initialised the first `npages` entries, within the capacity.
         unsafe { pages.set_len(npages) };
+        // SAFETY: The umem is valid; `writable` is set by `ib_umem_get` and fixed.
+        let writable = unsafe { (*ptr.as_ptr()).writable() } != 0;
         // INVARIANT: `ib_umem_get` succeeded, so `ptr` is a umem we own; `pages` holds its
         // pages in order and the first byte lies `offset` bytes into the first.
         Ok(Self {
@@ -87,6 +91,7 @@ impl Umem {
             pages,
             offset,
             len,
+            writable,
         })
     }
 
@@ -111,8 +116,8 @@ impl Umem {
         let in_page = pos % PAGE_SIZE;
         let len = n.min(PAGE_SIZE - in_page).min(self.len - offset);
         // SAFETY: The page is pinned for as long as the umem lives (type invariant), which the
-        // slice borrows.
-        unsafe { PageSlice::new(page, in_page, len) }
+        // slice borrows, and for writing if `writable`.
+        unsafe { PageSlice::new(page, in_page, len, self.writable) }
     }
 
     /// Calls `f(slice, range)` for each page's part of the `n` bytes at byte `offset`, `range`
@@ -141,9 +146,8 @@ impl Umem {
         self.pieces(offset, dst.len(), |slice, r| slice.read(0, &mut dst[r]))
     }
 
-    /// Copies `src` into the pinned memory at byte `offset`. The pages were pinned for writing
-    /// only if the access asked for it, which the caller checks before writing (a read-only pin
-    /// still holds the pages the process sees).
+    /// Copies `src` into the pinned memory at byte `offset`; fails if it was pinned read-only
+    /// (its pages may belong to a file the process may not write).
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
         self.pieces(offset, src.len(), |slice, r| slice.write(0, &src[r]))
     }
@@ -240,9 +244,9 @@ impl KernelBuf {
         // SAFETY: `addr` lies in the linear map (type invariant), where `virt_to_page` only
         // computes.
         let page = unsafe { bindings::virt_to_page(addr as *const c_void) };
-        // SAFETY: The page is the caller's buffer, lent to the device while the buffer lives
-        // (type invariant); the slice borrows the buffer.
-        unsafe { PageSlice::new(page, in_page, len) }
+        // SAFETY: The page is the caller's buffer, lent to the device to read and write while
+        // the buffer lives (type invariant); the slice borrows the buffer.
+        unsafe { PageSlice::new(page, in_page, len, true) }
     }
 
     /// Copies `dst.len()` bytes at byte `offset` of the buffer into `dst`.

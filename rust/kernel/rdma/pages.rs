@@ -20,11 +20,12 @@ use core::{marker::PhantomData, ptr::NonNull};
 /// # Invariants
 ///
 /// `page` is a valid page that its owner keeps (pinned, or lent to the device) for `'a`, and
-/// `offset + len <= PAGE_SIZE`.
+/// `offset + len <= PAGE_SIZE`; it may be written only if `writable`.
 pub struct PageSlice<'a> {
     page: NonNull<bindings::page>,
     offset: usize,
     len: usize,
+    writable: bool,
     _owner: PhantomData<&'a ()>,
 }
 
@@ -33,9 +34,14 @@ impl<'a> PageSlice<'a> {
     ///
     /// # Safety
     ///
-    /// `page` is a valid page that stays allocated, and may be read and written by the device,
-    /// for `'a`.
-    pub(crate) unsafe fn new(page: *mut bindings::page, offset: usize, len: usize) -> Option<Self> {
+    /// `page` is a valid page that stays allocated, and may be read by the device (and written,
+    /// if `writable`), for `'a`.
+    pub(crate) unsafe fn new(
+        page: *mut bindings::page,
+        offset: usize,
+        len: usize,
+        writable: bool,
+    ) -> Option<Self> {
         if offset.checked_add(len)? > PAGE_SIZE {
             return None;
         }
@@ -44,6 +50,7 @@ impl<'a> PageSlice<'a> {
             page: NonNull::new(page)?,
             offset,
             len,
+            writable,
             _owner: PhantomData,
         })
     }
@@ -82,10 +89,20 @@ impl<'a> PageSlice<'a> {
         Ok(())
     }
 
+    /// The offset in the page of `n` bytes at byte `at` of the slice, to be written: fails for
+    /// a page its owner did not give the device to write (a read-only pin).
+    fn at_writable(&self, at: usize, n: usize) -> Result<usize> {
+        if !self.writable {
+            return Err(EPERM);
+        }
+        self.at(at, n)
+    }
+
     /// Copies `src` to byte `at` of the slice.
     pub fn write(&self, at: usize, src: &[u8]) -> Result {
-        let offset = self.at(at, src.len())?;
-        // SAFETY: As for `read`; `src` is only read.
+        let offset = self.at_writable(at, src.len())?;
+        // SAFETY: As for `read`, and the page may be written (checked above); `src` is only
+        // read.
         unsafe {
             bindings::memcpy_to_page(self.page.as_ptr(), offset, src.as_ptr().cast(), src.len())
         };
@@ -102,7 +119,7 @@ pub fn copy(
     src_at: usize,
     n: usize,
 ) -> Result {
-    let d = dst.at(dst_at, n)?;
+    let d = dst.at_writable(dst_at, n)?;
     let s = src.at(src_at, n)?;
     // SAFETY: Both pages are valid and the device's for the borrows (type invariants), and
     // both ranges lie within their pages (checked above).

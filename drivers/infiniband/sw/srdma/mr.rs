@@ -234,6 +234,21 @@ pub(crate) fn resolve(
     })
 }
 
+/// Invalidates `rkey`, a memory window's or a fast-register MR's, for QP `q` of device `dev`;
+/// `remote` says a SEND_WITH_INV that arrived at `q` asks for it.
+pub(crate) fn invalidate(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<crate::qp::QpShared>,
+    rkey: u32,
+    remote: bool,
+) -> core::result::Result<(), Denied> {
+    if crate::mw::is_window_key(rkey) {
+        crate::mw::invalidate(dev, q, rkey, remote)
+    } else {
+        crate::fastreg::invalidate(dev, &q.pd, rkey)
+    }
+}
+
 /// What the data path needs of an MR, found by key.
 pub(crate) struct MrShared {
     /// The PD the MR belongs to.

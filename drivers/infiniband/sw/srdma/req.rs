@@ -348,7 +348,7 @@ fn memory_op(
     opcode: WrOpcode,
 ) -> WcStatus {
     if opcode == WrOpcode::LocalInv {
-        return match invalidate(dev, q, wqe.imm_data, false) {
+        return match crate::mr::invalidate(dev, q, wqe.imm_data, false) {
             Ok(()) => WcStatus::Success,
             Err(_) => WcStatus::LocQpOpErr,
         };
@@ -366,20 +366,5 @@ fn memory_op(
     match mw::bind(dev, q, &b) {
         Ok(()) => WcStatus::Success,
         Err(_) => WcStatus::MwBindErr,
-    }
-}
-
-/// Invalidates `rkey`, a memory window's or a fast-register MR's, for QP `q` of device `dev`;
-/// `remote` says a SEND_WITH_INV that arrived at `q` asks for it.
-pub(crate) fn invalidate(
-    dev: &Device<SrdmaDevice>,
-    q: &Arc<QpShared>,
-    rkey: u32,
-    remote: bool,
-) -> core::result::Result<(), crate::mr::Denied> {
-    if mw::is_window_key(rkey) {
-        mw::invalidate(dev, q, rkey, remote)
-    } else {
-        fastreg::invalidate(dev, &q.pd, rkey)
     }
 }

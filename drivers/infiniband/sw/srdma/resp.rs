@@ -339,7 +339,7 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
     if response == Response::Ack {
         if let Some(rkey) = msg.invalidate {
             // The window is invalid by the time the process sees the receive completion.
-            if crate::req::invalidate(dev, d, rkey, true).is_ok() {
+            if crate::mr::invalidate(dev, d, rkey, true).is_ok() {
                 wc.wc_flags |= flags::WITH_INV;
                 wc.imm_data = rkey;
             } else {
