@@ -86,10 +86,14 @@ wait_for() {
 	done
 }
 
-# tcp_listening PORT: whether a process listens on TCP port PORT (servers that exchange QP
-# numbers over TCP before the client may connect).
+# tcp_listening PORT [NETNS]: whether a process listens on TCP port PORT (servers that exchange
+# QP numbers over TCP before the client may connect), in network namespace NETNS if given.
 tcp_listening() {
-	[ -n "$(ss -Hltn "sport = :$1")" ]
+	if [ -n "${2:-}" ]; then
+		[ -n "$(ip netns exec "$2" ss -Hltn "sport = :$1")" ]
+	else
+		[ -n "$(ss -Hltn "sport = :$1")" ]
+	fi
 }
 
 # cm_listening PORT: whether an rdma_cm ID listens on PORT.

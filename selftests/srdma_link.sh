@@ -76,15 +76,31 @@ if ip link add sl_dummy type dummy 2>/dev/null || ip tuntap add sl_dummy mode tu
 	ip link del sl_dummy 2>/dev/null
 fi
 check_fails_with "name with %: EINVAL" "Invalid argument" rdma link add 'srdma%d' type srdma netdev "$B"
-if modprobe rdma_rxe 2>/dev/null; then
+check "failed adds left nothing behind" test "$(rdma_devs)" = srdma0
+
+# --- rxe and srdma share UDP 4791: the first in a namespace has it, and it is given back
+check "srdma0 holds UDP 4791 in its namespace" grep -q ':12B7 ' /proc/net/udp
+if modinfo rdma_rxe >/dev/null 2>&1; then
+	check "rxe cannot load while srdma holds the port" sh -c '! modprobe rdma_rxe'
+	rdma link delete srdma0
+	check "the last srdma device of the namespace gives the port back" \
+		sh -c '! grep -q ":12B7 " /proc/net/udp'
+	check "then rxe loads" modprobe rdma_rxe
 	rdma link add rxe_sl type rxe netdev "$B"
 	check_fails_with "name taken by another driver (rxe): EEXIST" "File exists" \
 		rdma link add rxe_sl type srdma netdev "$B"
+	dmesg -C
+	check "srdma next to rxe in its namespace: created (without the port)" \
+		rdma link add srdma0 type srdma netdev "$A"
+	check "and the log says why RoCEv2 packets will not reach it" \
+		sh -c 'dmesg | grep -q "UDP port 4791 of the namespace of sl0 is in use"'
+	rdma link delete srdma0
 	rdma link delete rxe_sl
+	rmmod rdma_rxe
+	rdma link add srdma0 type srdma netdev "$A"
 else
-	skip "name taken by another driver (rxe): EEXIST" "rdma_rxe not available"
+	skip "rxe next to srdma" "rdma_rxe not available"
 fi
-check "failed adds left nothing behind" test "$(rdma_devs)" = srdma0
 
 # --- deletion
 check "link delete srdma0" rdma link delete srdma0

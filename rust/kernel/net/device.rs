@@ -63,12 +63,15 @@ unsafe impl AlwaysRefCounted for Device {
 }
 
 impl Device {
-    /// Returns the device of the initial network namespace that has the IP address of `gid`:
-    /// an IPv4-mapped IPv6 address means the IPv4 address, anything else the IPv6 address.
-    pub fn find_by_ip(gid: &[u8; 16]) -> Option<crate::types::ARef<Self>> {
+    /// Returns the device of namespace `net` that has the IP address of `gid`: an IPv4-mapped
+    /// IPv6 address means the IPv4 address, anything else the IPv6 address.
+    pub fn find_by_ip(
+        net: &super::namespace::Net,
+        gid: &[u8; 16],
+    ) -> Option<crate::types::ARef<Self>> {
         const V4_MAPPED: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
-        // Taking the address of `init_net`, which lives as long as the kernel, needs no unsafe.
-        let net = core::ptr::addr_of_mut!(bindings::init_net);
+        // The namespace is alive (its invariant) for the lookups below.
+        let net = net.as_raw();
         let dev = if gid[..12] == V4_MAPPED {
             let addr = u32::from_ne_bytes([gid[12], gid[13], gid[14], gid[15]]);
             // SAFETY: Looks the address up; the result is held or null.
@@ -109,6 +112,31 @@ impl Device {
         // SAFETY: `name` is a NUL-terminated array inside a valid `net_device` (type invariant);
         // the networking core always keeps a terminating NUL in it.
         unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    }
+
+    /// Returns the namespace the device is in now, with a reference, or `None` if that
+    /// namespace is going away.
+    pub fn net(&self) -> Option<crate::types::ARef<super::namespace::Net>> {
+        // A device may move to another namespace meanwhile; the one it was in stays allocated
+        // until readers that saw it there are done.
+        // SAFETY: The device is valid (type invariant); under the RCU read lock the namespace
+        // it names stays allocated, and `maybe_get_net` takes a reference unless its count
+        // already reached zero.
+        let net = unsafe {
+            bindings::rcu_read_lock();
+            let net = bindings::maybe_get_net(bindings::dev_net(self.as_raw()));
+            bindings::rcu_read_unlock();
+            net
+        };
+        // SAFETY: A non-null result carries a reference that the `ARef` now owns.
+        NonNull::new(net).map(|n| unsafe { crate::types::ARef::from_raw(n.cast()) })
+    }
+
+    /// Returns the bytes to reserve in front of a packet for the link-layer header of this
+    /// device (`LL_RESERVED_SPACE`).
+    pub fn ll_reserved_space(&self) -> usize {
+        // SAFETY: The device is valid (type invariant); the helper reads two of its fields.
+        unsafe { bindings::ll_reserved_space(self.as_raw()) as usize }
     }
 
     /// Returns the interface index.

@@ -98,6 +98,18 @@ counters! {
     /// Ring contents refused as invalid: producer indices beyond the ring, unknown opcodes,
     /// more SGEs or inline bytes than the queue was created for.
     RingErrors => "ring_errors",
+    /// Packets the RoCEv2 transport could not hand to the IP layer (no route, no memory,
+    /// dropped on the way out).
+    TxErrors => "send_err",
+    /// Received RoCEv2 packets dropped for a bad ICRC.
+    IcrcErrors => "rx_icrc_errors",
+    /// Received packets dropped as malformed: IP or UDP lengths, transport headers.
+    RxMalformed => "rx_malformed",
+    /// Received packets dropped as not for the device: another IP address, an unknown QP, a
+    /// QP that does not take their transport service.
+    RxNotOurs => "rx_not_ours",
+    /// Received packets dropped because the device's receive backlog was full.
+    RxDropped => "rx_dropped",
 }
 
 /// A block of counters with one writer at a time: the holder of the lock that owns the block
@@ -255,6 +267,11 @@ impl DeviceCounters {
         self.retired.add(c, 1);
     }
 
+    /// Adds `n` to a count of the device's own; as [`DeviceCounters::inc`].
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.retired.add(c, n);
+    }
+
     /// Writes the device's totals into `values` (one entry per counter, in [`DESCS`] order):
     /// the counts of destroyed QPs plus those of every QP in `qps`.
     pub(crate) fn read(&self, qps: &Table<QpShared>, values: &mut [u64]) {
@@ -290,7 +307,7 @@ impl QpCounters {
     }
 
     /// Counts a request message that reached this QP.
-    fn received(&self) {
+    pub(crate) fn received(&self) {
         if crate::params::COUNTING {
             self.rcvd_pkts.fetch_add(1, Ordering::Relaxed);
         }

@@ -21,7 +21,9 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    c_str, net, new_mutex,
+    c_str, net,
+    net::udp_tunnel::Tunnel,
+    new_mutex,
     prelude::*,
     ratelimit::Ratelimit,
     rdma::{
@@ -86,6 +88,9 @@ pub(crate) struct SrdmaDevice {
     /// What processes do wrong is logged at most this often (the kernel's default limit), so
     /// that no process floods the log.
     log_limit: Arc<Ratelimit>,
+    /// The device's use of the RoCEv2 port in the namespace of its network device (none if
+    /// something else holds the port there).
+    _tunnel: Option<Tunnel>,
 }
 
 impl SrdmaDevice {
@@ -93,6 +98,7 @@ impl SrdmaDevice {
         guid: [u8; 8],
         port_active: bool,
         ndev: ARef<net::device::Device>,
+        tunnel: Option<Tunnel>,
     ) -> Result<Self> {
         Ok(Self {
             queue: OwnedQueue::new(c_str!("srdma"), QueueFlags::UNBOUND, 0)?,
@@ -110,6 +116,7 @@ impl SrdmaDevice {
             counters: DeviceCounters::new()?,
             limits: Limits::new()?,
             log_limit: Arc::pin_init(Ratelimit::default_for(c_str!("srdma")), GFP_KERNEL)?,
+            _tunnel: tunnel,
         })
     }
 

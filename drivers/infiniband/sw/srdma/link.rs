@@ -3,7 +3,10 @@
 //! `rdma link add ... type srdma netdev DEV`, and what happens to a device when its network
 //! device changes.
 
-use crate::device::{eui64_from_mac, link_usable, update_port_state, SrdmaDevice, PORT};
+use crate::{
+    device::{eui64_from_mac, link_usable, update_port_state, SrdmaDevice, PORT},
+    transport::roce,
+};
 use kernel::{
     c_str,
     net::{self, notifier},
@@ -45,7 +48,8 @@ impl LinkOps for SrdmaLink {
         }
 
         let guid = eui64_from_mac(mac);
-        let data = SrdmaDevice::new(guid, link_usable(ndev), ndev.into())?;
+        let tunnel = roce::open(name, ndev);
+        let data = SrdmaDevice::new(guid, link_usable(ndev), ndev.into(), tunnel)?;
         let mut dev = Device::alloc(&crate::THIS_MODULE, data)?;
         dev.set_node_guid(guid);
         dev.set_node_desc(c_str!("srdma"));

@@ -65,6 +65,15 @@ pub(crate) enum Op<'a> {
     },
 }
 
+/// What the network header of a request carries besides its addresses: the address vector's
+/// GRH fields.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Path {
+    pub(crate) traffic_class: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) flow_label: u32,
+}
+
 /// A request from a QP to the QP `dest_qpn` of its peer.
 pub(crate) struct Request<'a> {
     /// The transport service of the requester (RC, UC, or UD for UD and GSI QPs): the BTH
@@ -77,6 +86,7 @@ pub(crate) struct Request<'a> {
     pub(crate) psn: u32,
     /// The sender asks for a solicited event.
     pub(crate) solicited: bool,
+    pub(crate) path: Path,
     pub(crate) op: Op<'a>,
 }
 

@@ -13,7 +13,7 @@ use crate::{
     counters::Counter,
     device::{SrdmaDevice, PORT},
     fastreg, grh,
-    message::{Atomic, NetworkHdr, Op, Remote, Request, Response, PSN_MASK},
+    message::{Atomic, NetworkHdr, Op, Path, Remote, Request, Response, PSN_MASK},
     mw,
     payload::Segments,
     qp::{QpShared, DB_SQ_PI},
@@ -173,6 +173,11 @@ fn connected_request<'a>(
         dest_qpn: attr.dest_qp_num,
         psn,
         solicited,
+        path: Path {
+            traffic_class: attr.ah_attr.traffic_class,
+            hop_limit: attr.ah_attr.hop_limit,
+            flow_label: attr.ah_attr.flow_label,
+        },
         op,
     })
 }
@@ -190,7 +195,7 @@ fn send_connected(
     let Some(req) = connected_request(dev, q, attr, wqe.solicited, op) else {
         return comp::respond(q, attr, 0, Response::Lost, None, now);
     };
-    let response = transport::send(q, &attr.ah_attr.dgid, &req);
+    let response = transport::send(dev, q, &attr.ah_attr.dgid, &req);
     comp::respond(q, attr, req.psn, response, sink, now)
 }
 
@@ -328,6 +333,11 @@ fn datagram(
         dest_qpn: ud.remote_qpn,
         psn,
         solicited: wqe.solicited,
+        path: Path {
+            traffic_class: ud.traffic_class,
+            hop_limit: ud.hop_limit,
+            flow_label: ud.flow_label,
+        },
         op: Op::Datagram {
             data: &data,
             qkey,
@@ -336,7 +346,7 @@ fn datagram(
         },
     };
     // Whatever becomes of it, a datagram completes as sent.
-    let _ = transport::send(q, &ud.dgid, &req);
+    let _ = transport::send(dev, q, &ud.dgid, &req);
     Ok(Judged::Done(WcStatus::Success))
 }
 

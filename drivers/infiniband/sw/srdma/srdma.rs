@@ -50,15 +50,17 @@ module! {
 }
 
 /// The module's registrations, torn down in field order: first no new links, then no devices,
-/// then no more netdevice events.
+/// then no more netdevice events, and last the RoCEv2 sockets.
 struct SrdmaModule {
     _link: Pin<KBox<rdma::link::Registration<link::SrdmaLink>>>,
     _devices: rdma::DriverGuard<device::SrdmaDevice>,
     _netdev_events: Pin<KBox<notifier::Registration<link::SrdmaLink>>>,
+    _tunnels: kernel::net::udp_tunnel::Registration<transport::roce::Rx>,
 }
 
 impl kernel::Module for SrdmaModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let tunnels = transport::roce::register()?;
         let netdev_events = KBox::pin_init(notifier::Registration::new(), GFP_KERNEL)?;
         let devices = rdma::DriverGuard::new();
         let link = KBox::pin_init(rdma::link::Registration::new(), GFP_KERNEL)?;
@@ -66,6 +68,7 @@ impl kernel::Module for SrdmaModule {
             _link: link,
             _devices: devices,
             _netdev_events: netdev_events,
+            _tunnels: tunnels,
         })
     }
 }

@@ -4,17 +4,30 @@
 //! response comes back. The requester, responder and completer are the same whichever carries
 //! the request.
 //!
-//! - [`loopback`]: the destination is a QP of an srdma device on this host; the request
-//!   travels by reference and the responder answers during the send.
+//! - [`loopback`]: the destination is a QP of an srdma device in the same network namespace
+//!   of this host; the request travels by reference and the responder answers during the send.
+//! - [`roce`]: anything else, as RoCEv2 packets through the device's network device.
 
 mod loopback;
+pub(crate) mod roce;
 
 use crate::{
+    device::SrdmaDevice,
     message::{Request, Response},
     qp::QpShared,
 };
+use kernel::rdma::Device;
 
-/// Sends `req` of QP `q` to the QP it names at GID `dgid`, and returns the response.
-pub(crate) fn send(q: &QpShared, dgid: &[u8; 16], req: &Request<'_>) -> Response {
-    loopback::send(q, dgid, req)
+/// Sends `req` of QP `q` of device `dev` to the QP it names at GID `dgid`, and returns the
+/// response.
+pub(crate) fn send(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    dgid: &[u8; 16],
+    req: &Request<'_>,
+) -> Response {
+    match loopback::send(dev, q, dgid, req) {
+        Some(response) => response,
+        None => roce::send(dev, q, dgid, req),
+    }
 }

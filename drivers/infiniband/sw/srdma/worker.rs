@@ -7,11 +7,15 @@
 //! off), where the engine cannot run: it takes mutexes and allocates. Their `post_send` only
 //! writes the WQEs and queues the QP here; a work item processes its send queue soon after.
 //! A second work item waits for the RNR timers of refused WQEs and processes those send queues
-//! again when their time is up.
+//! again when their time is up. A third takes the packets the RoCEv2 transport received (in
+//! softirq context, where the engine cannot run either) to the responder.
 
-use crate::{device::SrdmaDevice, qp::QpShared, req};
+use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    impl_has_work, net, new_condvar, new_mutex, new_spinlock, new_spinlock_irqsave, new_work,
+    impl_has_work, net,
+    net::skb::SkBuff,
+    new_condvar, new_mutex, new_spinlock, new_spinlock_irqsave, new_work,
     prelude::*,
     rdma::Device,
     sync::{Arc, CondVar, Mutex, SpinLock, SpinLockIrqSave},
@@ -20,9 +24,14 @@ use kernel::{
     workqueue::{Queue, Work, WorkItem},
 };
 
-/// Work item IDs: posted work, RNR retries.
+/// Work item IDs: posted work, RNR retries, received packets.
 const POSTED: u64 = 0;
 const RETRY: u64 = 1;
+const RECEIVED: u64 = 2;
+
+/// The most received packets waiting for the engine; more are dropped (and counted), as a NIC
+/// drops what its receive ring cannot hold.
+const RX_BACKLOG: usize = 4096;
 
 /// The longest the retry work item sleeps before it looks again, in milliseconds.
 const RETRY_TICK_MS: u32 = 10;
@@ -45,6 +54,13 @@ pub(crate) struct Worker {
     nap: Mutex<()>,
     #[pin]
     nap_cv: CondVar,
+    #[pin]
+    rx_work: Work<Worker, RECEIVED>,
+    /// Packets from the wire, queued in softirq context.
+    #[pin]
+    rx: SpinLockIrqSave<KVec<SkBuff>>,
+    /// Packets dropped because [`Worker::rx`] was full; the receive work counts them.
+    rx_overflow: AtomicU64,
     /// The network device of the srdma device, which finds the device while it is registered.
     ndev: ARef<net::device::Device>,
 }
@@ -52,6 +68,7 @@ pub(crate) struct Worker {
 impl_has_work! {
     impl HasWork<Self, POSTED> for Worker { self.work }
     impl HasWork<Self, RETRY> for Worker { self.retry_work }
+    impl HasWork<Self, RECEIVED> for Worker { self.rx_work }
 }
 
 impl Worker {
@@ -64,6 +81,9 @@ impl Worker {
                 retries <- new_spinlock!(KVec::new(), "srdma::Worker::retries"),
                 nap <- new_mutex!(()),
                 nap_cv <- new_condvar!("srdma::Worker::nap_cv"),
+                rx_work <- new_work!("srdma::Worker::rx_work"),
+                rx <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::rx"),
+                rx_overflow: AtomicU64::new(0),
                 ndev,
             }),
             GFP_KERNEL,
@@ -94,6 +114,29 @@ impl Worker {
         }
         let _ = queue.enqueue::<_, RETRY>(self.clone());
         Ok(())
+    }
+
+    /// Queues a packet from the wire for the responder or completer, on the device's `queue`;
+    /// called in softirq context.
+    pub(crate) fn received(self: &Arc<Self>, queue: &Queue, skb: SkBuff) {
+        let full = {
+            let mut rx = self.rx.lock();
+            if rx.len() >= RX_BACKLOG {
+                Some(skb)
+            } else {
+                // A failed push frees the packet.
+                if rx.push(skb, GFP_ATOMIC).is_err() {
+                    self.rx_overflow.fetch_add(1, Ordering::Relaxed);
+                }
+                None
+            }
+        };
+        if let Some(skb) = full {
+            self.rx_overflow.fetch_add(1, Ordering::Relaxed);
+            // Freed outside the lock.
+            drop(skb);
+        }
+        let _ = queue.enqueue::<_, RECEIVED>(self.clone());
     }
 
     /// Takes the retries that are due at `now`; returns them and when the next one is due.
@@ -166,6 +209,31 @@ impl WorkItem<POSTED> for Worker {
             let mut ci = q.sq_ci.lock();
             // Failures became error completions; a QP not ready to send keeps its work.
             let _ = req::process_sq(&dev, q, &mut ci);
+        }
+    }
+}
+
+impl WorkItem<RECEIVED> for Worker {
+    type Pointer = Arc<Worker>;
+
+    fn run(this: Arc<Worker>) {
+        let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
+            let gone = core::mem::take(&mut *this.rx.lock());
+            drop(gone);
+            return;
+        };
+        loop {
+            let packets = core::mem::take(&mut *this.rx.lock());
+            if packets.is_empty() {
+                break;
+            }
+            for skb in packets.into_iter() {
+                roce::receive(&dev, skb);
+            }
+        }
+        let overflow = this.rx_overflow.swap(0, Ordering::Relaxed);
+        if overflow != 0 {
+            roce::count_overflow(&dev, overflow);
         }
     }
 }

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The RoCEv2 transport: requests leave as IP/UDP packets through the device's network device
+//! and packets to UDP port 4791 come in through a tunnel socket in the namespace of that
+//! network device, opened with its first srdma device and closed with its last.
+//!
+//! Every received packet is checked before anything reads what it claims: its IP and UDP
+//! lengths, its ICRC, its transport headers ([`roce::Packet::parse`]), that it is addressed to
+//! an IP address of the device and to a QP of the device that takes its transport service.
+//! What fails is dropped and counted, as rxe and RoCE NICs drop it, without an answer.
+//!
+//! Carried today: UD and GSI datagrams (one packet each, so rdma_cm MADs too). RC and UC
+//! requests do not leave the host yet: a connected QP whose peer is not an srdma device of
+//! this host finds nobody to answer.
+
+use crate::{
+    counters::Counter,
+    device::{SrdmaDevice, PORT},
+    grh::GRH_SIZE,
+    message::{NetworkHdr, Op, Request, Response},
+    payload::Segments,
+    qp::QpShared,
+    resp,
+};
+use kernel::{
+    net::{
+        self,
+        ip::{self, Addr, Header, IPV4_HLEN, IPV6_HLEN},
+        skb::{Received, SkBuff},
+        udp_tunnel::{self, Receiver, Tunnel, Tunnels, UDP_HLEN},
+    },
+    prelude::*,
+    rdma::{
+        qp::QpType,
+        roce::{self, Bth, Deth, Headers, Opcode, Operation, Packet, Service, ICRC_LEN},
+        Device,
+    },
+    str::CStr,
+};
+
+/// The receive side of the transport: the tunnel sockets' callback.
+pub(crate) struct Rx;
+
+/// The RoCEv2 sockets of every namespace that has an srdma device.
+static TUNNELS: Tunnels<Rx> = Tunnels::new();
+
+impl Receiver for Rx {
+    const PORT: u16 = roce::UDP_PORT;
+
+    fn tunnels() -> &'static Tunnels<Self> {
+        &TUNNELS
+    }
+
+    fn receive(skb: Received<'_>) {
+        // The device of the network device the packet came in on (packets for other network
+        // devices of the namespace are not ours).
+        let Some(dev) = skb.dev().and_then(Device::<SrdmaDevice>::get_by_netdev) else {
+            return;
+        };
+        let worker = dev.worker().clone();
+        worker.received(dev.queue(), skb.into_skb());
+    }
+}
+
+/// Starts keeping RoCEv2 sockets per namespace; the module holds the registration.
+pub(crate) fn register() -> Result<udp_tunnel::Registration<Rx>> {
+    TUNNELS.register()
+}
+
+/// The device's use of the RoCEv2 port in the namespace of its network device `ndev`, or
+/// `None` if something else holds the port there (rxe, which opens it in the initial namespace
+/// when it loads): the device then works with srdma devices of this host only, and says so.
+pub(crate) fn open(name: &CStr, ndev: &net::device::Device) -> Option<Tunnel> {
+    let net = ndev.net()?;
+    match TUNNELS.open(&net) {
+        Ok(tunnel) => Some(tunnel),
+        Err(e) => {
+            pr_warn!(
+                "{}: UDP port {} of the namespace of {} is in use ({:?}): RoCEv2 packets will not reach the device, only srdma devices of this host\n",
+                name,
+                roce::UDP_PORT,
+                ndev.name(),
+                e
+            );
+            None
+        }
+    }
+}
+
+/// The UDP source port of a packet between QPs `lqpn` and `rqpn` with IPv6 flow label
+/// `flow_label` (0: none): from the flow label, or one derived from the QP numbers, so that
+/// the flows of different QP pairs spread over paths and queues (`rdma_get_udp_sport`).
+fn udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
+    let fl = if flow_label != 0 {
+        flow_label
+    } else {
+        let v = u64::from(lqpn) * u64::from(rqpn);
+        let v = v ^ (v >> 20) ^ (v >> 40);
+        (v & 0xf_ffff) as u32
+    };
+    let low = (fl & 0x3fff) ^ ((fl & 0xf_c000) >> 14);
+    (low as u16) | 0xc000
+}
+
+/// Sends `req` of QP `q` of device `dev` to `dgid` as RoCEv2 packets. A datagram completes
+/// when it has left; connected services do not go on the wire yet.
+pub(crate) fn send(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    dgid: &[u8; 16],
+    req: &Request<'_>,
+) -> Response {
+    q.counters.send.sent(None);
+    let Op::Datagram {
+        data, qkey, imm, ..
+    } = req.op
+    else {
+        return Response::Lost;
+    };
+    // The datagram's own bytes follow the GRH area that a receiver on this host would get.
+    let Segments::Bytes(bytes) = data else {
+        return Response::Lost;
+    };
+    let Some(payload) = bytes.get(GRH_SIZE..) else {
+        return Response::Lost;
+    };
+    let operation = if imm.is_some() {
+        Operation::SendOnlyImm
+    } else {
+        Operation::SendOnly
+    };
+    let Some(opcode) = Opcode::new(Service::Ud, operation) else {
+        return Response::Lost;
+    };
+    let headers = Headers {
+        bth: Bth::new(opcode, req.dest_qpn, req.psn, payload.len()),
+        deth: Some(Deth {
+            qkey,
+            src_qp: req.src_qpn,
+        }),
+        imm,
+        ..Headers::default()
+    };
+    if transmit(dev, req, dgid, &headers, payload).is_err() {
+        q.counters.send.inc(Counter::TxErrors);
+    }
+    // Whatever becomes of it, a datagram completes as sent.
+    Response::Lost
+}
+
+/// Builds the packet of `headers` and `payload` from `req` to `dgid` and hands it to the IP
+/// layer of the device's network device.
+fn transmit(
+    dev: &Device<SrdmaDevice>,
+    req: &Request<'_>,
+    dgid: &[u8; 16],
+    headers: &Headers,
+    payload: &[u8],
+) -> Result {
+    let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
+    let net = ndev.net().ok_or(ENODEV)?;
+    let ip = Header {
+        saddr: Addr::from_mapped(&req.sgid),
+        daddr: Addr::from_mapped(dgid),
+        traffic_class: req.path.traffic_class,
+        hop_limit: req.path.hop_limit,
+        flow_label: req.path.flow_label,
+        protocol: ip::PROTO_UDP,
+    };
+    let route = ip::Route::output(&net, &ip, ndev.ifindex())?;
+    let link = route.dev().map_or(0, |d| d.ll_reserved_space());
+    let pad = (4 - payload.len() % 4) % 4;
+    let transport = headers.bth.opcode.headers_len();
+    let size = link + ip.len() + UDP_HLEN + transport + payload.len() + pad + ICRC_LEN;
+    let mut skb = SkBuff::alloc(u32::try_from(size)?, GFP_KERNEL)?;
+    skb.reserve(link + ip.len() + UDP_HLEN)?;
+    let n = headers.write(skb.put(transport)?)?;
+    if n != transport {
+        return Err(EINVAL);
+    }
+    skb.put_data(payload)?;
+    skb.put(pad + ICRC_LEN)?;
+    udp_tunnel::push_header(
+        &mut skb,
+        udp_sport(req.path.flow_label, req.src_qpn, req.dest_qpn),
+        roce::UDP_PORT,
+    )?;
+    ip.push(&mut skb, &net)?;
+    // The ICRC covers the IP header as it leaves, ID included.
+    let bytes = skb.data_mut()?;
+    let end = bytes.len() - ICRC_LEN;
+    let icrc = roce::icrc(&bytes[..end]).ok_or(EINVAL)?;
+    bytes[end..].copy_from_slice(&icrc.to_le_bytes());
+    ip::local_out(&net, skb, route)
+}
+
+/// Why a received packet was dropped.
+#[derive(Clone, Copy)]
+enum Dropped {
+    /// Not a well-formed RoCEv2 packet: IP or UDP lengths, transport headers, an IP header
+    /// with options or extension headers.
+    Malformed,
+    /// Its ICRC does not match.
+    Icrc,
+    /// Not for this device: another IP address, an unknown QP, a QP that does not take its
+    /// transport service.
+    NotOurs,
+}
+
+/// Carries out a packet the device's network device received, in process context.
+pub(crate) fn receive(dev: &Device<SrdmaDevice>, mut skb: SkBuff) {
+    let counter = match deliver(dev, &mut skb) {
+        Ok(()) => return,
+        Err(Dropped::Malformed) => Counter::RxMalformed,
+        Err(Dropped::Icrc) => Counter::IcrcErrors,
+        Err(Dropped::NotOurs) => Counter::RxNotOurs,
+    };
+    dev.counters().inc(counter);
+}
+
+/// Counts `n` packets that arrived while the device's receive backlog was full.
+pub(crate) fn count_overflow(dev: &Device<SrdmaDevice>, n: u64) {
+    dev.counters().add(Counter::RxDropped, n);
+}
+
+/// What the IP header of a received packet says.
+struct Arrived {
+    sgid: [u8; 16],
+    dgid: [u8; 16],
+    network: NetworkHdr,
+    /// The GRH area a UD receive gets: the IPv4 header behind 20 zero bytes, or the IPv6
+    /// header.
+    grh: [u8; GRH_SIZE],
+}
+
+/// Reads the IP and UDP headers of `bytes` (from the IP header to the end of the packet);
+/// returns what they say and the UDP payload.
+fn headers(bytes: &[u8]) -> core::result::Result<(Arrived, &[u8]), Dropped> {
+    let mut grh = [0u8; GRH_SIZE];
+    let (arrived, ip_len) = match bytes.first().map(|b| b >> 4) {
+        Some(4) if bytes.len() >= IPV4_HLEN && bytes[0] & 0xf == 5 => {
+            grh[20..].copy_from_slice(&bytes[..IPV4_HLEN]);
+            let addr =
+                |at: usize| Addr::V4([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+            let a = Arrived {
+                sgid: addr(12).to_mapped(),
+                dgid: addr(16).to_mapped(),
+                network: NetworkHdr::Ipv4,
+                grh,
+            };
+            (a, IPV4_HLEN)
+        }
+        Some(6) if bytes.len() >= IPV6_HLEN && bytes[6] == ip::PROTO_UDP => {
+            grh.copy_from_slice(&bytes[..IPV6_HLEN]);
+            let mut sgid = [0u8; 16];
+            let mut dgid = [0u8; 16];
+            sgid.copy_from_slice(&bytes[8..24]);
+            dgid.copy_from_slice(&bytes[24..40]);
+            let a = Arrived {
+                sgid,
+                dgid,
+                network: NetworkHdr::Ipv6,
+                grh,
+            };
+            (a, IPV6_HLEN)
+        }
+        _ => return Err(Dropped::Malformed),
+    };
+    let udp = &bytes[ip_len..];
+    let udp_len = udp
+        .get(4..6)
+        .map(|l| usize::from(u16::from_be_bytes([l[0], l[1]])))
+        .ok_or(Dropped::Malformed)?;
+    if udp_len < UDP_HLEN || udp_len != udp.len() {
+        return Err(Dropped::Malformed);
+    }
+    Ok((arrived, &udp[UDP_HLEN..]))
+}
+
+fn deliver(dev: &Device<SrdmaDevice>, skb: &mut SkBuff) -> core::result::Result<(), Dropped> {
+    skb.linearize().map_err(|_| Dropped::Malformed)?;
+    let bytes = skb.from_network_header().map_err(|_| Dropped::Malformed)?;
+    let (arrived, udp_payload) = headers(bytes)?;
+    let ip_end = bytes
+        .len()
+        .checked_sub(ICRC_LEN)
+        .ok_or(Dropped::Malformed)?;
+    let sent = bytes[ip_end..]
+        .try_into()
+        .map(u32::from_le_bytes)
+        .map_err(|_| Dropped::Malformed)?;
+    if roce::icrc(&bytes[..ip_end]) != Some(sent) {
+        return Err(Dropped::Icrc);
+    }
+    let pkt = Packet::parse(udp_payload).map_err(|_| Dropped::Malformed)?;
+    if !is_ours(dev, &arrived.dgid) {
+        return Err(Dropped::NotOurs);
+    }
+    let qp = dev
+        .qps()
+        .lock()
+        .get(pkt.headers.bth.dest_qp)
+        .ok_or(Dropped::NotOurs)?;
+    match pkt.headers.bth.opcode.service() {
+        Service::Ud => datagram(dev, &qp, &arrived, &pkt),
+        // Connected services arrive here once they leave too.
+        _ => Err(Dropped::NotOurs),
+    }
+}
+
+/// Whether `dgid` is an IP address of the device's network device, in its namespace.
+fn is_ours(dev: &Device<SrdmaDevice>, dgid: &[u8; 16]) -> bool {
+    let Some(ndev) = dev.netdev(PORT) else {
+        return false;
+    };
+    let Some(net) = ndev.net() else {
+        return false;
+    };
+    net::device::Device::find_by_ip(&net, dgid).is_some_and(|d| d.ifindex() == ndev.ifindex())
+}
+
+/// A UD or GSI datagram for `qp`: goes to the responder as a loopback one would, GRH area
+/// first.
+fn datagram(
+    dev: &Device<SrdmaDevice>,
+    qp: &kernel::sync::Arc<QpShared>,
+    arrived: &Arrived,
+    pkt: &Packet<'_>,
+) -> core::result::Result<(), Dropped> {
+    let h = &pkt.headers;
+    let Some(deth) = h.deth else {
+        return Err(Dropped::Malformed);
+    };
+    if !matches!(
+        h.bth.opcode.operation(),
+        Operation::SendOnly | Operation::SendOnlyImm
+    ) {
+        return Err(Dropped::Malformed);
+    }
+    if !matches!(qp.qp_type, QpType::Ud | QpType::Gsi) {
+        return Err(Dropped::NotOurs);
+    }
+    let mut data = KVec::new();
+    data.extend_from_slice(&arrived.grh, GFP_KERNEL)
+        .and_then(|()| data.extend_from_slice(pkt.payload, GFP_KERNEL))
+        .map_err(|_| Dropped::Malformed)?;
+    let data = Segments::Bytes(data);
+    let req = Request {
+        service: QpType::Ud,
+        src_qpn: deth.src_qp,
+        sgid: arrived.sgid,
+        dest_qpn: h.bth.dest_qp,
+        psn: h.bth.psn,
+        solicited: h.bth.solicited,
+        path: Default::default(),
+        op: Op::Datagram {
+            data: &data,
+            qkey: deth.qkey,
+            imm: h.imm,
+            network: arrived.network,
+        },
+    };
+    qp.counters.received();
+    let _ = resp::receive(dev, qp, &req);
+    Ok(())
+}
