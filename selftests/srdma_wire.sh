@@ -84,6 +84,26 @@ pingpong() {
 	rm -f "$out_s" "$out_c"
 }
 
+# perftest NAME PORT PROG ARGS...: perftest with srdma as the server (the responder of the
+# RC operations) and rxe as the client (their requester), both exit 0.
+perftest() {
+	local name=$1 port=$2 prog=$3 out_s out_c rc_s rc_c
+	shift 3
+	out_s=$(mktemp) out_c=$(mktemp)
+	timeout 120 ip netns exec "$NS" "$prog" -d srdma_w -x "$sg" -p "$port" -F "$@" >"$out_s" 2>&1 &
+	wait_for 10 tcp_listening "$port" "$NS"
+	timeout 120 "$prog" -d rxe_w -x "$rg" -p "$port" -F "$@" "$SRDMA_IP" >"$out_c" 2>&1
+	rc_c=$?
+	wait $!
+	rc_s=$?
+	if [ "$rc_s" = 0 ] && [ "$rc_c" = 0 ]; then
+		ok "$name"
+	else
+		fail "$name" "server (srdma) exit $rc_s: $(tail -5 "$out_s")" "client (rxe) exit $rc_c: $(tail -5 "$out_c")"
+	fi
+	rm -f "$out_s" "$out_c"
+}
+
 sent0=$(counter sent_pkts)
 rcvd0=$(counter rcvd_pkts)
 pingpong "UD: srdma server, rxe client, 1 B x 50, checked" 18601 srdma 1 50
@@ -93,6 +113,16 @@ pingpong "UD: rxe server, srdma client, 1000 B x 200, checked" 18604 rxe 1000 20
 # Each exchange is a ping and a pong per iteration.
 check_eq "sent_pkts: one per datagram srdma sent (500)" 500 $(($(counter sent_pkts) - sent0))
 check_eq "rcvd_pkts: one per datagram srdma received (500)" 500 $(($(counter rcvd_pkts) - rcvd0))
+
+# RC with srdma as the responder, at sizes around the path MTU (1024 B) and beyond.
+port=18610
+for size in 1 1023 1024 1025 65536; do
+	perftest "RC SEND, rxe -> srdma: $size B" $((port++)) ib_send_bw -s "$size" -n 20
+	perftest "RC WRITE, rxe -> srdma: $size B" $((port++)) ib_write_bw -s "$size" -n 20
+	perftest "RC READ, rxe <- srdma: $size B" $((port++)) ib_read_bw -s "$size" -n 20
+done
+perftest "RC atomics, rxe -> srdma" $((port++)) ib_atomic_bw -n 20
+
 check_eq "no ICRC errors" 0 "$(counter rx_icrc_errors)"
 check_eq "no malformed packets" 0 "$(counter rx_malformed)"
 check_eq "no send errors" 0 "$(counter send_err)"

@@ -110,6 +110,12 @@ counters! {
     RxNotOurs => "rx_not_ours",
     /// Received packets dropped because the device's receive backlog was full.
     RxDropped => "rx_dropped",
+    /// RC requests that arrived with a PSN ahead of the expected one (packets lost before
+    /// them); the first of a gap is answered with a PSN sequence error NAK.
+    OutOfSequence => "out_of_sequence",
+    /// RC requests that arrived again (their PSN behind the expected one): answered again,
+    /// not carried out again.
+    DuplicateRequest => "duplicate_request",
 }
 
 /// A block of counters with one writer at a time: the holder of the lock that owns the block

@@ -13,6 +13,7 @@ use crate::{
     rnr::RnrState,
     slotbufs::SlotBufs,
     table::Reservation,
+    transport::roce::responder::WireResp,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -120,6 +121,8 @@ pub(crate) struct QpShared {
     pub(crate) counters: QpCounters,
     /// The device's limit on log lines about what processes do wrong.
     pub(crate) log_limit: Arc<Ratelimit>,
+    /// The responder's state for requests from the wire (RC, UC). Taken before `rq_ci`.
+    pub(crate) wire: Pin<KBox<Mutex<WireResp>>>,
 }
 
 impl QpShared {
@@ -325,6 +328,7 @@ impl SrdmaQp {
                 srq: attr.srq.map(|srq| srq.shared.clone()),
                 counters: QpCounters::new(dev.counters().clone()),
                 log_limit: dev.log_limit().clone(),
+                wire: KBox::pin_init(new_mutex!(WireResp::new()), GFP_KERNEL)?,
             },
             GFP_KERNEL,
         )?;

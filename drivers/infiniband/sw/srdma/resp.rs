@@ -103,7 +103,7 @@ fn accepts(qp: &QpShared, req: &Request<'_>) -> bool {
 /// The copy happens under the lock, which is the QP's RQ lock: moving a QP to the error state
 /// takes it before the QP's work completes as flushed, so once a kernel caller sees its
 /// registrations' invalidations flushed, no copy into its memory is running.
-fn lock(qp: &QpShared, need: u32) -> core::result::Result<CiGuard<'_>, Response> {
+pub(crate) fn lock(qp: &QpShared, need: u32) -> core::result::Result<CiGuard<'_>, Response> {
     let guard = qp.rq_ci.lock();
     if !qp.is_alive() || !matches!(qp.state(), QpState::Rtr | QpState::Rts) {
         return Err(Response::Lost);
@@ -116,7 +116,7 @@ fn lock(qp: &QpShared, need: u32) -> core::result::Result<CiGuard<'_>, Response>
 
 /// The span of memory behind `rkey` (of an MR or a window) at `qp` that covers `len` bytes at
 /// `va` with rights `need`.
-fn resolve_remote(
+pub(crate) fn resolve_remote(
     dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     at: Remote,
@@ -131,7 +131,7 @@ fn resolve_remote(
 }
 
 /// One span as [`Segments`].
-fn one_span(span: Span) -> Result<Segments> {
+pub(crate) fn one_span(span: Span) -> Result<Segments> {
     let mut spans = KVec::new();
     spans.push(span, GFP_KERNEL)?;
     Ok(Segments::Spans(spans))
@@ -207,7 +207,7 @@ fn read(
     }
 }
 
-fn atomic(
+pub(crate) fn atomic(
     dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     service: QpType,
@@ -301,7 +301,7 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
     let (wr_id, mut response) = match RecvWqe::read(rq, *ci) {
         Ok(wqe) => {
             let copied = wqe
-                .sink(dev, d, rq, max_sge, msg.data.len())
+                .sink(dev, d, rq, max_sge, Some(msg.data.len()))
                 .map_err(|BadRecv| Response::Nak(Nak::InvalidRequest))
                 .and_then(|sink| {
                     payload::copy(msg.data, &sink, msg.data.len()).map_err(|f| match f {
@@ -319,25 +319,67 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
     if let Some(srq) = &d.srq {
         srq.consumed(pending - 1);
     }
-    let mut wc = cqe(wr_id, WcStatus::Success, msg.wc_opcode, d.qpn);
-    wc.src_qp = msg.src_qpn;
-    wc.byte_len = msg.byte_len;
-    if let Some(imm) = msg.imm {
+    drop(ci);
+    let done = ReceiveDone {
+        wr_id,
+        wc_opcode: msg.wc_opcode,
+        byte_len: msg.byte_len,
+        imm: msg.imm,
+        invalidate: msg.invalidate,
+        src_qpn: msg.src_qpn,
+        network: msg.network,
+        solicited: msg.solicited,
+    };
+    if response == Response::Ack {
+        response = finish_receive(dev, d, &done, WcStatus::Success);
+    } else {
+        let status = match response {
+            // The sender's memory failed under the copy.
+            Response::LocalFault => WcStatus::RemOpErr,
+            _ => WcStatus::LocLenErr,
+        };
+        finish_receive(dev, d, &done, status);
+    }
+    response
+}
+
+/// The receive completion of a message, once it has been placed.
+pub(crate) struct ReceiveDone {
+    pub(crate) wr_id: u64,
+    pub(crate) wc_opcode: WcOpcode,
+    pub(crate) byte_len: u32,
+    pub(crate) imm: Option<u32>,
+    /// The rkey a SEND_WITH_INV asks the receiver to invalidate.
+    pub(crate) invalidate: Option<u32>,
+    pub(crate) src_qpn: u32,
+    /// For UD: the network header type the GRH area holds.
+    pub(crate) network: Option<u8>,
+    pub(crate) solicited: bool,
+}
+
+/// Writes the receive completion `done` of `d` with `status` (after the invalidation a
+/// successful SEND_WITH_INV asks for); any error moves `d` to the error state. Returns the
+/// answer for the sender: an ACK, or the NAK of a failed invalidation.
+pub(crate) fn finish_receive(
+    dev: &Device<SrdmaDevice>,
+    d: &Arc<QpShared>,
+    done: &ReceiveDone,
+    status: WcStatus,
+) -> Response {
+    let mut wc = cqe(done.wr_id, status, done.wc_opcode, d.qpn);
+    wc.src_qp = done.src_qpn;
+    wc.byte_len = done.byte_len;
+    if let Some(imm) = done.imm {
         wc.imm_data = imm;
         wc.wc_flags |= flags::WITH_IMM;
     }
-    if let Some(net) = msg.network {
+    if let Some(net) = done.network {
         wc.wc_flags |= flags::GRH;
         wc.network_hdr_type = net;
     }
-    match response {
-        Response::Ack => {}
-        // The sender's memory failed under the copy.
-        Response::LocalFault => wc.status = WcStatus::RemOpErr as u32,
-        _ => wc.status = WcStatus::LocLenErr as u32,
-    }
-    if response == Response::Ack {
-        if let Some(rkey) = msg.invalidate {
+    let mut response = Response::Ack;
+    if status == WcStatus::Success {
+        if let Some(rkey) = done.invalidate {
             // The window is invalid by the time the process sees the receive completion.
             if crate::mr::invalidate(dev, d, rkey, true).is_ok() {
                 wc.wc_flags |= flags::WITH_INV;
@@ -348,14 +390,58 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
             }
         }
     }
-    complete(d, false, &wc, msg.solicited);
-    if response != Response::Ack {
+    complete(d, false, &wc, done.solicited);
+    if wc.status != WcStatus::Success as u32 {
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
         d.enter_error();
         if d.srq.is_none() {
+            let mut ci = d.rq_ci.lock();
             flush(d, false, &mut ci);
         }
     }
     response
+}
+
+/// Takes the next receive WQE of `d` for a message that arrives in pieces: returns its
+/// `wr_id` and the memory its SGEs name (all of it: the message's length is not known yet),
+/// or `Err(wr_id)` for a WQE that names memory it may not. The WQE is given back to the
+/// process at once; its completion comes with [`finish_receive`]. Fails with the answer for
+/// the sender when the QP takes nothing or has no receive WQE (RNR).
+pub(crate) fn take_receive(
+    dev: &Device<SrdmaDevice>,
+    d: &Arc<QpShared>,
+) -> core::result::Result<core::result::Result<(u64, Segments), u64>, Response> {
+    let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
+        (Some(srq), _) => (&srq.ring, &srq.db, &srq.ci, srq.max_sge),
+        (None, Some(rq)) => (rq, &d.db, &d.rq_ci, d.cap.max_recv_sge),
+        (None, None) => return Err(Response::Lost),
+    };
+    let mut ci = ci_lock.lock();
+    if !d.is_alive() || !matches!(d.state(), QpState::Rtr | QpState::Rts) {
+        return Err(Response::Lost);
+    }
+    let pi = db.load(DB_RQ_PI).map_err(|_| Response::Lost)?;
+    let pending = pi.wrapping_sub(*ci);
+    if pending == 0 {
+        d.counters.recv.no_receive(d.qp_type == QpType::Rc);
+        return Err(Response::Nak(Nak::Rnr(d.attr.lock().min_rnr_timer)));
+    }
+    if pending > rq.wqe_cnt {
+        bad_producer_index(d, false);
+        return Err(Response::Lost);
+    }
+    let taken = match RecvWqe::read(rq, *ci) {
+        Ok(wqe) => wqe
+            .sink(dev, d, rq, max_sge, None)
+            .map(|sink| (wqe.wr_id, sink))
+            .map_err(|BadRecv| wqe.wr_id),
+        Err(BadRecv) => Err(0),
+    };
+    *ci = ci.wrapping_add(1);
+    let _ = db.store(DB_RQ_CI, *ci);
+    if let Some(srq) = &d.srq {
+        srq.consumed(pending - 1);
+    }
+    Ok(taken)
 }

@@ -179,8 +179,8 @@ impl RecvWqe {
         })
     }
 
-    /// The memory its SGEs name for the first `len` bytes of a message, in PD `q.pd` with the
-    /// right to write it; each SGE is checked (as far as the message reaches into it) before a
+    /// The memory its SGEs name for the first `len` bytes of a message (for all their bytes if
+    /// `None`), in PD `q.pd` with the right to write it; each SGE is checked (as far as the message reaches into it) before a
     /// byte moves. `max_sge` is the most SGEs the queue was created for.
     pub(crate) fn sink(
         &self,
@@ -188,7 +188,7 @@ impl RecvWqe {
         q: &QpShared,
         ring: &Ring,
         max_sge: u32,
-        len: usize,
+        len: Option<usize>,
     ) -> core::result::Result<Segments, BadRecv> {
         let n = self.num_sge;
         if n > max_sge as usize
@@ -198,7 +198,7 @@ impl RecvWqe {
             return Err(BadRecv);
         }
         let body = self.off + SRDMA_RQ_WQE_HDR_SIZE as usize;
-        let mut left = len;
+        let mut left = len.unwrap_or(usize::MAX);
         let mut spans: KVec<Span> = KVec::with_capacity(n, GFP_KERNEL).map_err(|_| BadRecv)?;
         for i in 0..n {
             if left == 0 {
@@ -226,7 +226,7 @@ impl RecvWqe {
             spans.push(span, GFP_KERNEL).map_err(|_| BadRecv)?;
             left -= take;
         }
-        if left != 0 {
+        if len.is_some() && left != 0 {
             return Err(BadRecv);
         }
         Ok(Segments::Spans(spans))

@@ -17,7 +17,7 @@ use crate::{
     counters::Counter,
     device::{SrdmaDevice, PORT},
     grh::GRH_SIZE,
-    message::{NetworkHdr, Op, Request, Response},
+    message::{NetworkHdr, Op, Path, Request, Response},
     payload::Segments,
     qp::QpShared,
     resp,
@@ -37,6 +37,8 @@ use kernel::{
     },
     str::CStr,
 };
+
+pub(crate) mod responder;
 
 /// The receive side of the transport: the tunnel sockets' callback.
 pub(crate) struct Rx;
@@ -141,30 +143,46 @@ pub(crate) fn send(
         imm,
         ..Headers::default()
     };
-    if transmit(dev, req, dgid, &headers, payload).is_err() {
+    let ends = Ends {
+        sgid: req.sgid,
+        dgid: *dgid,
+        path: req.path,
+        src_qpn: req.src_qpn,
+        dest_qpn: req.dest_qpn,
+    };
+    if transmit(dev, &ends, &headers, payload).is_err() {
         q.counters.send.inc(Counter::TxErrors);
     }
     // Whatever becomes of it, a datagram completes as sent.
     Response::Lost
 }
 
-/// Builds the packet of `headers` and `payload` from `req` to `dgid` and hands it to the IP
-/// layer of the device's network device.
-fn transmit(
+/// Who a packet goes between: the IP addresses (as GIDs), what else the IP header carries,
+/// and the QP numbers its UDP source port is derived from.
+pub(crate) struct Ends {
+    pub(crate) sgid: [u8; 16],
+    pub(crate) dgid: [u8; 16],
+    pub(crate) path: Path,
+    pub(crate) src_qpn: u32,
+    pub(crate) dest_qpn: u32,
+}
+
+/// Builds the packet of `headers` and `payload` between `ends` and hands it to the IP layer
+/// of the device's network device.
+pub(crate) fn transmit(
     dev: &Device<SrdmaDevice>,
-    req: &Request<'_>,
-    dgid: &[u8; 16],
+    ends: &Ends,
     headers: &Headers,
     payload: &[u8],
 ) -> Result {
     let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
     let net = ndev.net().ok_or(ENODEV)?;
     let ip = Header {
-        saddr: Addr::from_mapped(&req.sgid),
-        daddr: Addr::from_mapped(dgid),
-        traffic_class: req.path.traffic_class,
-        hop_limit: req.path.hop_limit,
-        flow_label: req.path.flow_label,
+        saddr: Addr::from_mapped(&ends.sgid),
+        daddr: Addr::from_mapped(&ends.dgid),
+        traffic_class: ends.path.traffic_class,
+        hop_limit: ends.path.hop_limit,
+        flow_label: ends.path.flow_label,
         protocol: ip::PROTO_UDP,
     };
     let route = ip::Route::output(&net, &ip, ndev.ifindex())?;
@@ -182,7 +200,7 @@ fn transmit(
     skb.put(pad + ICRC_LEN)?;
     udp_tunnel::push_header(
         &mut skb,
-        udp_sport(req.path.flow_label, req.src_qpn, req.dest_qpn),
+        udp_sport(ends.path.flow_label, ends.src_qpn, ends.dest_qpn),
         roce::UDP_PORT,
     )?;
     ip.push(&mut skb, &net)?;
@@ -196,7 +214,7 @@ fn transmit(
 
 /// Why a received packet was dropped.
 #[derive(Clone, Copy)]
-enum Dropped {
+pub(crate) enum Dropped {
     /// Not a well-formed RoCEv2 packet: IP or UDP lengths, transport headers, an IP header
     /// with options or extension headers.
     Malformed,
@@ -224,9 +242,9 @@ pub(crate) fn count_overflow(dev: &Device<SrdmaDevice>, n: u64) {
 }
 
 /// What the IP header of a received packet says.
-struct Arrived {
-    sgid: [u8; 16],
-    dgid: [u8; 16],
+pub(crate) struct Arrived {
+    pub(crate) sgid: [u8; 16],
+    pub(crate) dgid: [u8; 16],
     network: NetworkHdr,
     /// The GRH area a UD receive gets: the IPv4 header behind 20 zero bytes, or the IPv6
     /// header.
@@ -303,9 +321,25 @@ fn deliver(dev: &Device<SrdmaDevice>, skb: &mut SkBuff) -> core::result::Result<
         .ok_or(Dropped::NotOurs)?;
     match pkt.headers.bth.opcode.service() {
         Service::Ud => datagram(dev, &qp, &arrived, &pkt),
-        // Connected services arrive here once they leave too.
+        Service::Rc | Service::Uc if is_request(pkt.headers.bth.opcode.operation()) => {
+            responder::request(dev, &qp, &arrived, &pkt)
+        }
+        // Responses go to requesters once connected services leave too.
         _ => Err(Dropped::NotOurs),
     }
+}
+
+/// Whether `op` asks something of a responder (rather than answering a requester).
+fn is_request(op: Operation) -> bool {
+    !matches!(
+        op,
+        Operation::ReadResponseFirst
+            | Operation::ReadResponseMiddle
+            | Operation::ReadResponseLast
+            | Operation::ReadResponseOnly
+            | Operation::Acknowledge
+            | Operation::AtomicAcknowledge
+    )
 }
 
 /// Whether `dgid` is an IP address of the device's network device, in its namespace.

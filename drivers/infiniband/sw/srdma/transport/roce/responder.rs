@@ -1,0 +1,608 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The RC and UC responder on the wire: requests arrive a packet at a time, in PSN order, and
+//! each packet's payload goes straight from the packet into the receive WQE's or the RDMA
+//! WRITE's memory, resolved and checked at the message's first packet.
+//!
+//! An RC responder answers as IBA 9.7 says and rxe does: an ACK for every packet that asks
+//! for one (AckReq), READ responses and atomic acknowledgements carrying the request's PSN,
+//! one PSN sequence error NAK for a gap (then silence until the expected PSN comes), ACKs
+//! again for duplicate SENDs and WRITEs, READs served again and atomics answered from their
+//! saved result without executing them twice, RNR NAKs when no receive WQE is posted, and
+//! NAKs for invalid requests and access errors. UC answers nothing and drops a message with a
+//! gap.
+
+use super::{transmit, Arrived, Dropped, Ends};
+use crate::{
+    counters::Counter,
+    device::SrdmaDevice,
+    message::{Atomic, Nak, Path, Remote, Response, PSN_MASK},
+    payload::Segments,
+    qp::QpShared,
+    resp::{self, finish_receive, take_receive, ReceiveDone},
+    wc::{WcOpcode, WcStatus},
+};
+use core::sync::atomic::Ordering;
+use kernel::{
+    prelude::*,
+    rdma::{
+        mr::access,
+        qp::{QpAttr, QpState, QpType},
+        roce::{Aeth, Bth, Headers, Opcode, Operation, Packet, Service},
+        Device,
+    },
+    sync::Arc,
+};
+
+/// Atomic results kept for replay: rxe and mlx5 offer 16 responder resources for READs and
+/// atomics, and a duplicate can only be one of the last that many.
+const SAVED_ATOMICS: usize = 16;
+
+/// The AETH syndrome of an ACK: no end-to-end credits (the responder does not count them).
+const SYNDROME_ACK: u8 = 0x1f;
+/// The AETH syndrome of a PSN sequence error NAK.
+const SYNDROME_NAK_SEQ: u8 = 0x60;
+
+/// The message a QP is in the middle of receiving.
+enum InMsg {
+    /// A SEND into a receive WQE: its `wr_id` and memory (`None`: the WQE was bad, and the
+    /// message fails at its end).
+    Send {
+        wr_id: u64,
+        sink: Option<Segments>,
+        at: usize,
+    },
+    /// An RDMA WRITE of `len` bytes into `target`.
+    Write {
+        target: Option<Segments>,
+        at: usize,
+        len: usize,
+    },
+}
+
+/// The responder's side of an RC or UC QP on the wire.
+pub(crate) struct WireResp {
+    msg: Option<InMsg>,
+    /// Messages completed (the MSN of acknowledgements).
+    msn: u32,
+    /// A PSN sequence error NAK went out for the expected PSN: the gap is not reported again.
+    nak_sent: bool,
+    /// The PSNs and original values of the last atomics, for their duplicates.
+    atomics: [Option<(u32, u64)>; SAVED_ATOMICS],
+    next_atomic: usize,
+}
+
+impl WireResp {
+    pub(crate) const fn new() -> Self {
+        Self {
+            msg: None,
+            msn: 0,
+            nak_sent: false,
+            atomics: [None; SAVED_ATOMICS],
+            next_atomic: 0,
+        }
+    }
+}
+
+/// The bytes of path MTU `mtu` (an `IB_MTU_*` value).
+pub(crate) fn mtu_bytes(mtu: u32) -> usize {
+    256 << (mtu.clamp(1, 5) - 1)
+}
+
+/// How a packet stands in its message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    First,
+    Middle,
+    Last,
+    Only,
+}
+
+fn place(op: Operation) -> Option<Place> {
+    use Operation::*;
+    Some(match op {
+        SendFirst | WriteFirst => Place::First,
+        SendMiddle | WriteMiddle => Place::Middle,
+        SendLast | SendLastImm | SendLastInv | WriteLast | WriteLastImm => Place::Last,
+        SendOnly | SendOnlyImm | SendOnlyInv | WriteOnly | WriteOnlyImm => Place::Only,
+        _ => return None,
+    })
+}
+
+fn is_send(op: Operation) -> bool {
+    use Operation::*;
+    matches!(
+        op,
+        SendFirst
+            | SendMiddle
+            | SendLast
+            | SendLastImm
+            | SendLastInv
+            | SendOnly
+            | SendOnlyImm
+            | SendOnlyInv
+    )
+}
+
+/// What a packet's answer goes between: back to where it came from.
+fn reply_ends(qp: &QpShared, attr: &QpAttr, arrived: &Arrived) -> Ends {
+    Ends {
+        sgid: arrived.dgid,
+        dgid: arrived.sgid,
+        path: Path {
+            traffic_class: attr.ah_attr.traffic_class,
+            hop_limit: attr.ah_attr.hop_limit,
+            flow_label: attr.ah_attr.flow_label,
+        },
+        src_qpn: qp.qpn,
+        dest_qpn: attr.dest_qp_num,
+    }
+}
+
+/// Sends an acknowledgement of `op` (ACK, NAK, atomic ACK) with PSN `psn`.
+fn answer(
+    dev: &Device<SrdmaDevice>,
+    ends: &Ends,
+    op: Operation,
+    psn: u32,
+    aeth: Aeth,
+    atomic_ack: Option<u64>,
+) {
+    let Some(opcode) = Opcode::new(Service::Rc, op) else {
+        return;
+    };
+    let headers = Headers {
+        bth: Bth::new(opcode, ends.dest_qpn, psn, 0),
+        aeth: Some(aeth),
+        atomic_ack,
+        ..Headers::default()
+    };
+    let _ = transmit(dev, ends, &headers, &[]);
+}
+
+fn ack(dev: &Device<SrdmaDevice>, ends: &Ends, psn: u32, msn: u32) {
+    let aeth = Aeth {
+        syndrome: SYNDROME_ACK,
+        msn,
+    };
+    answer(dev, ends, Operation::Acknowledge, psn, aeth, None);
+}
+
+fn nak_syndrome(nak: Nak) -> u8 {
+    match nak {
+        Nak::Rnr(timer) => 0x20 | (timer & 0x1f),
+        Nak::InvalidRequest => 0x61,
+        Nak::RemoteAccess => 0x62,
+        Nak::RemoteOperational => 0x63,
+    }
+}
+
+/// Carries out request packet `pkt` for RC or UC QP `qp`.
+pub(crate) fn request(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    arrived: &Arrived,
+    pkt: &Packet<'_>,
+) -> core::result::Result<(), Dropped> {
+    let h = &pkt.headers;
+    let service = match h.bth.opcode.service() {
+        Service::Rc => QpType::Rc,
+        Service::Uc => QpType::Uc,
+        _ => return Err(Dropped::NotOurs),
+    };
+    if qp.qp_type != service || !matches!(qp.state(), QpState::Rtr | QpState::Rts) {
+        return Err(Dropped::NotOurs);
+    }
+    let attr = *qp.attr.lock();
+    // Connected: only the peer of the address vector talks to the QP.
+    if attr.ah_attr.dgid != arrived.sgid {
+        return Err(Dropped::NotOurs);
+    }
+    let ends = reply_ends(qp, &attr, arrived);
+    let rc = service == QpType::Rc;
+    let op = h.bth.opcode.operation();
+    let psn = h.bth.psn;
+    let mut w = qp.wire.lock();
+    let epsn = qp.epsn.load(Ordering::Relaxed);
+    let ahead = psn.wrapping_sub(epsn) & PSN_MASK;
+    if ahead != 0 {
+        if !rc {
+            // UC: what was under way is lost; a new message may start here.
+            w.msg = None;
+            if !matches!(place(op), Some(Place::First | Place::Only)) {
+                return Ok(());
+            }
+        } else if ahead < PSN_MASK / 2 {
+            // Ahead: packets were lost. Say so once, then wait for the expected PSN.
+            qp.counters.recv.inc(Counter::OutOfSequence);
+            if !w.nak_sent {
+                w.nak_sent = true;
+                let aeth = Aeth {
+                    syndrome: SYNDROME_NAK_SEQ,
+                    msn: w.msn,
+                };
+                answer(dev, &ends, Operation::Acknowledge, epsn, aeth, None);
+            }
+            return Ok(());
+        } else {
+            qp.counters.recv.inc(Counter::DuplicateRequest);
+            duplicate(dev, qp, &attr, &ends, &w, pkt);
+            return Ok(());
+        }
+    }
+    w.nak_sent = false;
+    let pmtu = mtu_bytes(attr.path_mtu);
+    let outcome = match op {
+        Operation::ReadRequest if rc => {
+            read(dev, qp, &ends, pkt, pmtu, w.msn.wrapping_add(1) & PSN_MASK)
+        }
+        Operation::CompareSwap | Operation::FetchAdd if rc => atomic(dev, qp, &ends, &mut w, pkt),
+        _ => match place(op) {
+            Some(p) => message(dev, qp, &mut w, pkt, p, pmtu),
+            None => Err(Nak::InvalidRequest),
+        },
+    };
+    match outcome {
+        Ok(psns) => {
+            qp.epsn
+                .store(psn.wrapping_add(psns) & PSN_MASK, Ordering::Relaxed);
+            if matches!(
+                op,
+                Operation::ReadRequest | Operation::CompareSwap | Operation::FetchAdd
+            ) || matches!(place(op), Some(Place::Last | Place::Only))
+            {
+                w.msn = w.msn.wrapping_add(1) & PSN_MASK;
+            }
+            if rc && h.bth.ack_req && place(op).is_some() {
+                ack(dev, &ends, psn, w.msn);
+            }
+        }
+        Err(nak) if rc => {
+            let aeth = Aeth {
+                syndrome: nak_syndrome(nak),
+                msn: w.msn,
+            };
+            answer(dev, &ends, Operation::Acknowledge, psn, aeth, None);
+            if !matches!(nak, Nak::Rnr(_)) {
+                // The request was bad: the responder fails too (IBA 9.9.3.1.2).
+                w.msg = None;
+                drop(w);
+                fail(qp);
+            }
+        }
+        // UC: the message is dropped; the requester never learns.
+        Err(_) => w.msg = None,
+    }
+    Ok(())
+}
+
+/// Moves `qp` to the error state after a request it NAKed, flushing its receive WQEs.
+fn fail(qp: &Arc<QpShared>) {
+    qp.enter_error();
+    if qp.srq.is_none() {
+        let mut ci = qp.rq_ci.lock();
+        crate::comp::flush(qp, false, &mut ci);
+    }
+}
+
+/// A packet of a SEND or RDMA WRITE, in position `p` of its message.
+fn message(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    w: &mut WireResp,
+    pkt: &Packet<'_>,
+    p: Place,
+    pmtu: usize,
+) -> core::result::Result<u32, Nak> {
+    let h = &pkt.headers;
+    let op = h.bth.opcode.operation();
+    let data = pkt.payload;
+    // FIRST and MIDDLE packets are full; LAST ones carry something; ONLY ones fit.
+    let size_ok = match p {
+        Place::First | Place::Middle => data.len() == pmtu,
+        Place::Last => !data.is_empty() && data.len() <= pmtu,
+        Place::Only => data.len() <= pmtu,
+    };
+    // A message starts only when none is under way, and continues only one of its kind.
+    let sequence_ok = match (&w.msg, p) {
+        (None, Place::First | Place::Only) => true,
+        (Some(InMsg::Send { .. }), Place::Middle | Place::Last) => is_send(op),
+        (Some(InMsg::Write { .. }), Place::Middle | Place::Last) => !is_send(op),
+        _ => false,
+    };
+    if !size_ok || !sequence_ok {
+        return Err(Nak::InvalidRequest);
+    }
+    if matches!(p, Place::First | Place::Only) {
+        w.msg = Some(if is_send(op) {
+            match take_receive(dev, qp) {
+                Ok(Ok((wr_id, sink))) => InMsg::Send {
+                    wr_id,
+                    sink: Some(sink),
+                    at: 0,
+                },
+                Ok(Err(wr_id)) => InMsg::Send {
+                    wr_id,
+                    sink: None,
+                    at: 0,
+                },
+                Err(Response::Nak(nak)) => return Err(nak),
+                Err(_) => return Err(Nak::InvalidRequest),
+            }
+        } else {
+            let reth = h.reth.ok_or(Nak::InvalidRequest)?;
+            let len = reth.len as usize;
+            let target = if len == 0 {
+                None
+            } else {
+                let _responder = resp::lock(qp, access::REMOTE_WRITE).map_err(|r| match r {
+                    Response::Nak(nak) => nak,
+                    _ => Nak::InvalidRequest,
+                })?;
+                let at = Remote {
+                    va: reth.va,
+                    rkey: reth.rkey,
+                };
+                let span = resp::resolve_remote(dev, qp, at, access::REMOTE_WRITE, len)
+                    .ok_or(Nak::RemoteAccess)?;
+                Some(resp::one_span(span).map_err(|_| Nak::RemoteOperational)?)
+            };
+            InMsg::Write { target, at: 0, len }
+        });
+    }
+    let Some(msg) = w.msg.as_mut() else {
+        return Err(Nak::InvalidRequest);
+    };
+    match msg {
+        InMsg::Send { sink, at, .. } => {
+            let fits = sink.as_ref().is_some_and(|s| *at + data.len() <= s.len());
+            if fits && !data.is_empty() {
+                let _responder = qp.rq_ci.lock();
+                if sink
+                    .as_ref()
+                    .map(|s| s.write(*at, data))
+                    .transpose()
+                    .is_err()
+                {
+                    *sink = None;
+                }
+            } else if !fits {
+                // Too long for the WQE: the message fails where it ends.
+                *sink = None;
+            }
+            *at += data.len();
+        }
+        InMsg::Write { target, at, len } => {
+            if *at + data.len() > *len {
+                return Err(Nak::InvalidRequest);
+            }
+            if let Some(t) = target {
+                let _responder = qp.rq_ci.lock();
+                t.write(*at, data).map_err(|_| Nak::RemoteAccess)?;
+            }
+            *at += data.len();
+        }
+    }
+    if matches!(p, Place::Last | Place::Only) {
+        let msg = w.msg.take();
+        finish(dev, qp, pkt, msg)?;
+    }
+    Ok(1)
+}
+
+/// The end of a message: the receive completion of a SEND or of an RDMA WRITE with
+/// immediate data.
+fn finish(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    pkt: &Packet<'_>,
+    msg: Option<InMsg>,
+) -> core::result::Result<(), Nak> {
+    let h = &pkt.headers;
+    let (wr_id, ok, byte_len, opcode) = match msg {
+        Some(InMsg::Send { wr_id, sink, at }) => (wr_id, sink.is_some(), at, WcOpcode::Recv),
+        Some(InMsg::Write { at, len, .. }) => {
+            if at != len {
+                return Err(Nak::InvalidRequest);
+            }
+            if h.imm.is_none() {
+                return Ok(());
+            }
+            // The immediate data takes a receive WQE, whose memory stays untouched.
+            let wr_id = match take_receive(dev, qp) {
+                Ok(Ok((wr_id, _))) | Ok(Err(wr_id)) => wr_id,
+                Err(Response::Nak(nak)) => return Err(nak),
+                Err(_) => return Err(Nak::InvalidRequest),
+            };
+            (wr_id, true, len, WcOpcode::RecvRdmaWithImm)
+        }
+        None => return Err(Nak::InvalidRequest),
+    };
+    let done = ReceiveDone {
+        wr_id,
+        wc_opcode: opcode,
+        byte_len: byte_len as u32,
+        imm: h.imm,
+        invalidate: h.ieth,
+        src_qpn: qp.attr.lock().dest_qp_num,
+        network: None,
+        solicited: h.bth.solicited,
+    };
+    let status = if ok {
+        WcStatus::Success
+    } else {
+        WcStatus::LocLenErr
+    };
+    match finish_receive(dev, qp, &done, status) {
+        Response::Ack if ok => Ok(()),
+        Response::Nak(nak) => Err(nak),
+        _ => Err(Nak::InvalidRequest),
+    }
+}
+
+/// An RDMA READ request: the data goes back in READ response packets of at most `pmtu` bytes,
+/// which take the PSNs from the request's on, the last with MSN `msn`; a duplicate is served
+/// again from the memory as it is now. Returns how many PSNs the request takes.
+fn read(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    ends: &Ends,
+    pkt: &Packet<'_>,
+    pmtu: usize,
+    msn: u32,
+) -> core::result::Result<u32, Nak> {
+    let reth = pkt.headers.reth.ok_or(Nak::InvalidRequest)?;
+    let len = reth.len as usize;
+    let source = if len == 0 {
+        None
+    } else {
+        let _responder = resp::lock(qp, access::REMOTE_READ).map_err(|r| match r {
+            Response::Nak(nak) => nak,
+            _ => Nak::InvalidRequest,
+        })?;
+        let at = Remote {
+            va: reth.va,
+            rkey: reth.rkey,
+        };
+        let span =
+            resp::resolve_remote(dev, qp, at, access::REMOTE_READ, len).ok_or(Nak::RemoteAccess)?;
+        Some(resp::one_span(span).map_err(|_| Nak::RemoteOperational)?)
+    };
+    send_read_responses(
+        dev,
+        ends,
+        pkt.headers.bth.psn,
+        source.as_ref(),
+        len,
+        pmtu,
+        msn,
+    )
+}
+
+/// Sends the READ response packets for `len` bytes of `source` from PSN `psn` on.
+fn send_read_responses(
+    dev: &Device<SrdmaDevice>,
+    ends: &Ends,
+    psn: u32,
+    source: Option<&Segments>,
+    len: usize,
+    pmtu: usize,
+    msn: u32,
+) -> core::result::Result<u32, Nak> {
+    let packets = len.div_ceil(pmtu).max(1);
+    let mut buf = KVec::new();
+    buf.extend_with(len.min(pmtu), 0, GFP_KERNEL)
+        .map_err(|_| Nak::RemoteOperational)?;
+    for i in 0..packets {
+        let at = i * pmtu;
+        let n = (len - at.min(len)).min(pmtu);
+        let op = match (packets, i) {
+            (1, _) => Operation::ReadResponseOnly,
+            (_, 0) => Operation::ReadResponseFirst,
+            (p, i) if i == p - 1 => Operation::ReadResponseLast,
+            _ => Operation::ReadResponseMiddle,
+        };
+        if let Some(src) = source {
+            src.read(at, &mut buf[..n]).map_err(|_| Nak::RemoteAccess)?;
+        }
+        let Some(opcode) = Opcode::new(Service::Rc, op) else {
+            return Err(Nak::RemoteOperational);
+        };
+        let has_aeth = !matches!(op, Operation::ReadResponseMiddle);
+        let headers = Headers {
+            bth: Bth::new(opcode, ends.dest_qpn, psn.wrapping_add(i as u32), n),
+            aeth: has_aeth.then_some(Aeth {
+                syndrome: SYNDROME_ACK,
+                msn,
+            }),
+            ..Headers::default()
+        };
+        let _ = transmit(dev, ends, &headers, &buf[..n]);
+    }
+    Ok(packets as u32)
+}
+
+/// An atomic request: carried out once, its original value saved for a duplicate.
+fn atomic(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    ends: &Ends,
+    w: &mut WireResp,
+    pkt: &Packet<'_>,
+) -> core::result::Result<u32, Nak> {
+    let h = &pkt.headers;
+    let a = h.atomic.ok_or(Nak::InvalidRequest)?;
+    let op = if h.bth.opcode.operation() == Operation::CompareSwap {
+        Atomic::CmpSwap {
+            compare: a.compare,
+            swap: a.swap_add,
+        }
+    } else {
+        Atomic::FetchAdd { add: a.swap_add }
+    };
+    let at = Remote {
+        va: a.va,
+        rkey: a.rkey,
+    };
+    let old = match resp::atomic(dev, qp, QpType::Rc, at, op) {
+        Response::AtomicAck(old) => old,
+        Response::Nak(nak) => return Err(nak),
+        _ => return Err(Nak::InvalidRequest),
+    };
+    w.atomics[w.next_atomic] = Some((h.bth.psn, old));
+    w.next_atomic = (w.next_atomic + 1) % SAVED_ATOMICS;
+    let aeth = Aeth {
+        syndrome: SYNDROME_ACK,
+        msn: w.msn.wrapping_add(1) & PSN_MASK,
+    };
+    answer(
+        dev,
+        ends,
+        Operation::AtomicAcknowledge,
+        h.bth.psn,
+        aeth,
+        Some(old),
+    );
+    Ok(1)
+}
+
+/// A request the QP has carried out already (its PSN is behind the expected one): answered
+/// again, never executed again, except READs, whose data is read again.
+fn duplicate(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    attr: &QpAttr,
+    ends: &Ends,
+    w: &WireResp,
+    pkt: &Packet<'_>,
+) {
+    let h = &pkt.headers;
+    let psn = h.bth.psn;
+    match h.bth.opcode.operation() {
+        Operation::ReadRequest => {
+            let _ = read(dev, qp, ends, pkt, mtu_bytes(attr.path_mtu), w.msn);
+        }
+        Operation::CompareSwap | Operation::FetchAdd => {
+            if let Some((_, old)) = w.atomics.iter().flatten().find(|(p, _)| *p == psn) {
+                let aeth = Aeth {
+                    syndrome: SYNDROME_ACK,
+                    msn: w.msn,
+                };
+                answer(
+                    dev,
+                    ends,
+                    Operation::AtomicAcknowledge,
+                    psn,
+                    aeth,
+                    Some(*old),
+                );
+            }
+        }
+        // SENDs and WRITEs: acknowledged up to the last PSN carried out.
+        _ if h.bth.ack_req => {
+            let last = qp.epsn.load(Ordering::Relaxed).wrapping_sub(1) & PSN_MASK;
+            ack(dev, ends, last, w.msn);
+        }
+        _ => {}
+    }
+}
