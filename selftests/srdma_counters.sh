@@ -34,7 +34,7 @@ compare() {
 		shift 2
 	done
 	files=$(ls "/sys/class/infiniband/$dev/ports/1/hw_counters" | grep -v -x -c lifespan)
-	[ "$n" -eq "$files" ] && [ "$n" -eq 32 ] || echo "$n counters from rdma, $files in sysfs"
+	[ "$n" -eq "$files" ] && [ "$n" -eq 34 ] || echo "$n counters from rdma, $files in sysfs"
 }
 for dev in srdma_a srdma_b; do
 	for _ in $(seq 20); do

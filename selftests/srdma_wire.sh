@@ -57,21 +57,21 @@ sg=$(gid_index srdma_w "$SRDMA_IP")
 hw=$SYSFS_IB/srdma_w/ports/1/hw_counters
 counter() { cat "$hw/$1"; }
 
-# pingpong NAME PORT SERVER_SIDE SIZE ITERS: ibv_ud_pingpong between the two devices, the
-# server on SERVER_SIDE (rxe or srdma), payloads checked on both ends.
+# pingpong PROG NAME PORT SERVER_SIDE SIZE ITERS: an ibv_*_pingpong between the two devices,
+# the server on SERVER_SIDE (rxe or srdma), payloads checked on both ends.
 pingpong() {
-	local name=$1 port=$2 server=$3 size=$4 iters=$5 out_s out_c rc_s rc_c
-	local rxe=(ibv_ud_pingpong -d rxe_w -g "$rg" -p "$port" -s "$size" -n "$iters" -c)
-	local srdma=(ip netns exec "$NS" ibv_ud_pingpong -d srdma_w -g "$sg" -p "$port" -s "$size" -n "$iters" -c)
+	local prog=$1 name=$2 port=$3 server=$4 size=$5 iters=$6 out_s out_c rc_s rc_c
+	local rxe=("$prog" -d rxe_w -g "$rg" -p "$port" -s "$size" -n "$iters" -c)
+	local srdma=(ip netns exec "$NS" "$prog" -d srdma_w -g "$sg" -p "$port" -s "$size" -n "$iters" -c)
 	out_s=$(mktemp) out_c=$(mktemp)
 	if [ "$server" = srdma ]; then
-		timeout 60 "${srdma[@]}" >"$out_s" 2>&1 &
+		timeout 120 "${srdma[@]}" >"$out_s" 2>&1 &
 		wait_for 10 tcp_listening "$port" "$NS"
-		timeout 60 "${rxe[@]}" "$SRDMA_IP" >"$out_c" 2>&1
+		timeout 120 "${rxe[@]}" "$SRDMA_IP" >"$out_c" 2>&1
 	else
-		timeout 60 "${rxe[@]}" >"$out_s" 2>&1 &
+		timeout 120 "${rxe[@]}" >"$out_s" 2>&1 &
 		wait_for 10 tcp_listening "$port"
-		timeout 60 "${srdma[@]}" "$RXE_IP" >"$out_c" 2>&1
+		timeout 120 "${srdma[@]}" "$RXE_IP" >"$out_c" 2>&1
 	fi
 	rc_c=$?
 	wait $!
@@ -84,44 +84,66 @@ pingpong() {
 	rm -f "$out_s" "$out_c"
 }
 
-# perftest NAME PORT PROG ARGS...: perftest with srdma as the server (the responder of the
-# RC operations) and rxe as the client (their requester), both exit 0.
+# perftest NAME PORT SERVER_SIDE PROG ARGS...: perftest between the two devices, the server
+# (the responder of the RC operations) on SERVER_SIDE, the client its requester; both exit 0.
 perftest() {
-	local name=$1 port=$2 prog=$3 out_s out_c rc_s rc_c
-	shift 3
+	local name=$1 port=$2 server=$3 prog=$4 out_s out_c rc_s rc_c
+	shift 4
+	local rxe=(timeout 120 "$prog" -d rxe_w -x "$rg" -p "$port" -F "$@")
+	local srdma=(timeout 120 ip netns exec "$NS" "$prog" -d srdma_w -x "$sg" -p "$port" -F "$@")
 	out_s=$(mktemp) out_c=$(mktemp)
-	timeout 120 ip netns exec "$NS" "$prog" -d srdma_w -x "$sg" -p "$port" -F "$@" >"$out_s" 2>&1 &
-	wait_for 10 tcp_listening "$port" "$NS"
-	timeout 120 "$prog" -d rxe_w -x "$rg" -p "$port" -F "$@" "$SRDMA_IP" >"$out_c" 2>&1
+	if [ "$server" = srdma ]; then
+		"${srdma[@]}" >"$out_s" 2>&1 &
+		wait_for 10 tcp_listening "$port" "$NS"
+		"${rxe[@]}" "$SRDMA_IP" >"$out_c" 2>&1
+	else
+		"${rxe[@]}" >"$out_s" 2>&1 &
+		wait_for 10 tcp_listening "$port"
+		"${srdma[@]}" "$RXE_IP" >"$out_c" 2>&1
+	fi
 	rc_c=$?
 	wait $!
 	rc_s=$?
 	if [ "$rc_s" = 0 ] && [ "$rc_c" = 0 ]; then
 		ok "$name"
 	else
-		fail "$name" "server (srdma) exit $rc_s: $(tail -5 "$out_s")" "client (rxe) exit $rc_c: $(tail -5 "$out_c")"
+		fail "$name" "server ($server) exit $rc_s: $(tail -5 "$out_s")" "client exit $rc_c: $(tail -5 "$out_c")"
 	fi
 	rm -f "$out_s" "$out_c"
 }
 
 sent0=$(counter sent_pkts)
 rcvd0=$(counter rcvd_pkts)
-pingpong "UD: srdma server, rxe client, 1 B x 50, checked" 18601 srdma 1 50
-pingpong "UD: rxe server, srdma client, 1 B x 50, checked" 18602 rxe 1 50
-pingpong "UD: srdma server, rxe client, 1024 B (the path MTU) x 200, checked" 18603 srdma 1024 200
-pingpong "UD: rxe server, srdma client, 1000 B x 200, checked" 18604 rxe 1000 200
+pingpong ibv_ud_pingpong "UD: srdma server, rxe client, 1 B x 50, checked" 18601 srdma 1 50
+pingpong ibv_ud_pingpong "UD: rxe server, srdma client, 1 B x 50, checked" 18602 rxe 1 50
+pingpong ibv_ud_pingpong "UD: srdma server, rxe client, 1024 B (the path MTU) x 200, checked" 18603 srdma 1024 200
+pingpong ibv_ud_pingpong "UD: rxe server, srdma client, 1000 B x 200, checked" 18604 rxe 1000 200
 # Each exchange is a ping and a pong per iteration.
 check_eq "sent_pkts: one per datagram srdma sent (500)" 500 $(($(counter sent_pkts) - sent0))
 check_eq "rcvd_pkts: one per datagram srdma received (500)" 500 $(($(counter rcvd_pkts) - rcvd0))
 
-# RC with srdma as the responder, at sizes around the path MTU (1024 B) and beyond.
-port=18610
-for size in 1 1023 1024 1025 65536; do
-	perftest "RC SEND, rxe -> srdma: $size B" $((port++)) ib_send_bw -s "$size" -n 20
-	perftest "RC WRITE, rxe -> srdma: $size B" $((port++)) ib_write_bw -s "$size" -n 20
-	perftest "RC READ, rxe <- srdma: $size B" $((port++)) ib_read_bw -s "$size" -n 20
+# RC and UC pingpong both ways, payloads checked, at sizes around the path MTU (1024 B).
+port=18605
+for size in 1 1024 4096; do
+	pingpong ibv_rc_pingpong "RC: srdma server, rxe client, $size B x 100, checked" $((port++)) srdma "$size" 100
+	pingpong ibv_rc_pingpong "RC: rxe server, srdma client, $size B x 100, checked" $((port++)) rxe "$size" 100
 done
-perftest "RC atomics, rxe -> srdma" $((port++)) ib_atomic_bw -n 20
+pingpong ibv_uc_pingpong "UC: srdma server, rxe client, 1024 B x 100, checked" $((port++)) srdma 1024 100
+pingpong ibv_uc_pingpong "UC: rxe server, srdma client, 1024 B x 100, checked" $((port++)) rxe 1024 100
+
+# perftest in both roles, at sizes around the path MTU and beyond.
+port=18620
+for size in 1 1023 1024 1025 65536; do
+	for server in srdma rxe; do
+		if [ "$server" = srdma ]; then dir="rxe -> srdma"; else dir="srdma -> rxe"; fi
+		perftest "RC SEND, $dir: $size B" $((port++)) "$server" ib_send_bw -s "$size" -n 20
+		perftest "RC WRITE, $dir: $size B" $((port++)) "$server" ib_write_bw -s "$size" -n 20
+		perftest "RC READ, from the $server side: $size B" $((port++)) "$server" ib_read_bw -s "$size" -n 20
+	done
+done
+perftest "RC atomics, rxe -> srdma" $((port++)) srdma ib_atomic_bw -n 20
+perftest "RC atomics, srdma -> rxe" $((port++)) rxe ib_atomic_bw -n 20
+perftest "RC SEND latency, srdma and rxe" $((port++)) srdma ib_send_lat -s 4096 -n 100
 
 check_eq "no ICRC errors" 0 "$(counter rx_icrc_errors)"
 check_eq "no malformed packets" 0 "$(counter rx_malformed)"

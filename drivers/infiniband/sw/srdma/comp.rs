@@ -86,6 +86,8 @@ pub(crate) enum Judged {
     Done(WcStatus),
     /// It stays at the head of the send queue and is sent again at this `ktime` (ns).
     RetryAt(i64),
+    /// It went on the wire and waits in flight for its acknowledgement.
+    Sent,
 }
 
 /// Judges `response` to the request that WQE `wqe` of QP `q` (attributes `attr`) sent with

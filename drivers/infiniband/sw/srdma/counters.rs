@@ -45,8 +45,8 @@ macro_rules! counters {
 }
 
 counters! {
-    /// Request messages the requester handed to the backend (one per message: loopback has
-    /// no MTU segmentation and no acknowledgement packets).
+    /// Requests the requester sent: one per message to an srdma device on this host (loopback
+    /// has no MTU segmentation and no acknowledgement packets), one per packet on the wire.
     SentPkts => "sent_pkts",
     /// Request messages that reached a QP of this device.
     RcvdPkts => "rcvd_pkts",
@@ -116,6 +116,10 @@ counters! {
     /// RC requests that arrived again (their PSN behind the expected one): answered again,
     /// not carried out again.
     DuplicateRequest => "duplicate_request",
+    /// Times an RC requester's local ACK timeout ran out with packets unacknowledged.
+    LocalAckTimeoutErr => "local_ack_timeout_err",
+    /// PSN sequence error NAKs received by RC requesters.
+    PacketSeqErr => "packet_seq_err",
 }
 
 /// A block of counters with one writer at a time: the holder of the lock that owns the block

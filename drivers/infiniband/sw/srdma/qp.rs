@@ -13,7 +13,7 @@ use crate::{
     rnr::RnrState,
     slotbufs::SlotBufs,
     table::Reservation,
-    transport::roce::responder::WireResp,
+    transport::roce::{requester::WireReq, responder::WireResp},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -123,6 +123,8 @@ pub(crate) struct QpShared {
     pub(crate) log_limit: Arc<Ratelimit>,
     /// The responder's state for requests from the wire (RC, UC). Taken before `rq_ci`.
     pub(crate) wire: Pin<KBox<Mutex<WireResp>>>,
+    /// The requester's WQEs in flight on the wire (RC). Taken after `sq_ci`.
+    pub(crate) wire_req: Pin<KBox<Mutex<WireReq>>>,
 }
 
 impl QpShared {
@@ -329,6 +331,7 @@ impl SrdmaQp {
                 counters: QpCounters::new(dev.counters().clone()),
                 log_limit: dev.log_limit().clone(),
                 wire: KBox::pin_init(new_mutex!(WireResp::new()), GFP_KERNEL)?,
+                wire_req: KBox::pin_init(new_mutex!(WireReq::new()), GFP_KERNEL)?,
             },
             GFP_KERNEL,
         )?;

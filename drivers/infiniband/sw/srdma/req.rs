@@ -17,7 +17,10 @@ use crate::{
     mw,
     payload::Segments,
     qp::{QpShared, DB_SQ_PI},
-    transport,
+    transport::{
+        self,
+        roce::requester::{self, Outgoing, WireReq},
+    },
     wc::{WcStatus, WrOpcode},
     wqe::{bad_producer_index, SendWqe},
 };
@@ -61,6 +64,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         // (ib_drain_rq posts one and waits for its flush).
         QpState::Err => {
             wait_for_responders(q);
+            q.wire_req.lock().clear(*ci);
             flush(q, true, ci);
             let mut rq_ci = q.rq_ci.lock();
             flush(q, false, &mut rq_ci);
@@ -73,35 +77,64 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         // The worker tries the head WQE again when its RNR timer runs out.
         return Ok(());
     }
+    let mut wr = q.wire_req.lock();
+    let mut failed = requester::on_timer(dev, q, &attr, ci, &mut wr, now);
     let pi = q.db.load(DB_SQ_PI)?;
-    let pending = pi.wrapping_sub(*ci);
-    if pending > q.sq.wqe_cnt {
+    if pi.wrapping_sub(*ci) > q.sq.wqe_cnt {
         bad_producer_index(q, true);
         return Err(EINVAL);
     }
+    // WQEs in flight on the wire are behind the consumer index; the queue goes on after them.
+    let start = wr.next(*ci);
+    let pending = if failed { 0 } else { pi.wrapping_sub(start) };
     q.counters.send.doorbell(pending);
-    let mut failed = false;
     for n in 0..pending {
         if n == SQ_BUDGET && !failed {
             // The rest runs on the device's worker, after the workqueue had its chance to
             // reschedule: no kick or pass works without bound.
+            drop(wr);
             dev.worker().schedule(dev.queue(), q.clone())?;
             return Ok(());
         }
-        let wqe = SendWqe::read(q, *ci)?;
+        let idx = start.wrapping_add(n);
+        if wr.busy() && !failed && !wr.has_room(&attr) {
+            // The completer goes on when acknowledgements make room.
+            break;
+        }
+        let wqe = SendWqe::read(q, idx)?;
+        if wr.busy() && !failed && wqe.opcode.is_some_and(WrOpcode::is_local) {
+            // Local operations wait for the WQEs before them to complete.
+            break;
+        }
         let status = if failed {
             WcStatus::WrFlushErr
         } else {
-            match carry_out(dev, q, &attr, &wqe, now) {
+            match carry_out(dev, q, &attr, &mut wr, &wqe, now) {
+                Judged::Done(status) if wr.busy() => {
+                    requester::done_in_turn(&mut wr, &wqe, status)?;
+                    requester::advance(&mut wr, idx);
+                    continue;
+                }
                 Judged::Done(status) => status,
+                Judged::Sent => {
+                    requester::advance(&mut wr, idx);
+                    continue;
+                }
                 Judged::RetryAt(at) => {
                     // The WQE stays at the head of the queue until then.
+                    drop(wr);
                     dev.worker().retry_at(dev.queue(), q, at)?;
                     return Ok(());
                 }
             }
         };
         failed |= comp::retire(q, ci, &wqe, status, failed)?;
+        requester::advance(&mut wr, idx);
+    }
+    let deadline = requester::deadline(&wr);
+    drop(wr);
+    if let Some(at) = deadline {
+        dev.worker().retry_at(dev.queue(), q, at)?;
     }
     if failed {
         // The QP entered the error state: its posted receives are flushed too.
@@ -117,6 +150,7 @@ fn carry_out(
     dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     attr: &QpAttr,
+    wr: &mut WireReq,
     wqe: &SendWqe,
     now: i64,
 ) -> Judged {
@@ -133,7 +167,7 @@ fn carry_out(
         }
         // Reads and atomics need responses: RC only.
         (QpType::Rc, WrOpcode::RdmaRead | WrOpcode::CmpSwap | WrOpcode::FetchAdd) => {
-            read_or_atomic(dev, q, attr, wqe, opcode, now)
+            read_or_atomic(dev, q, attr, wr, wqe, opcode, now)
         }
         (
             QpType::Rc | QpType::Uc,
@@ -142,7 +176,7 @@ fn carry_out(
             | WrOpcode::SendInv
             | WrOpcode::RdmaWrite
             | WrOpcode::RdmaWriteImm,
-        ) => send_or_write(dev, q, attr, wqe, opcode, now),
+        ) => send_or_write(dev, q, attr, wr, wqe, opcode, now),
         _ => Err(WcStatus::LocQpOpErr),
     };
     match result {
@@ -182,16 +216,44 @@ fn connected_request<'a>(
     })
 }
 
-/// Sends `op` from connected QP `q` and judges the response.
+/// Sends `out` from connected QP `q`: to an srdma device of this host by reference, whose
+/// response is judged at once, or on the wire, where the WQE waits in flight.
 fn send_connected(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
     attr: &QpAttr,
+    wr: &mut WireReq,
     wqe: &SendWqe,
-    op: Op<'_>,
-    sink: Option<&Segments>,
+    out: Outgoing,
     now: i64,
 ) -> Judged {
+    if !transport::is_local(dev, &attr.ah_attr.dgid) {
+        return requester::start(dev, q, attr, wr, wqe, out, now);
+    }
+    let (op, sink) = match &out {
+        Outgoing::Send {
+            data,
+            imm,
+            invalidate,
+        } => (
+            Op::Send {
+                data,
+                imm: *imm,
+                invalidate: *invalidate,
+            },
+            None,
+        ),
+        Outgoing::Write { data, to, imm } => (
+            Op::Write {
+                data,
+                to: *to,
+                imm: *imm,
+            },
+            None,
+        ),
+        Outgoing::Read { from, sink } => (Op::Read { from: *from, sink }, Some(sink)),
+        Outgoing::Atomic { at, op, sink } => (Op::Atomic { at: *at, op: *op }, Some(sink)),
+    };
     let Some(req) = connected_request(dev, q, attr, wqe.solicited, op) else {
         return comp::respond(q, attr, 0, Response::Lost, None, now);
     };
@@ -203,6 +265,7 @@ fn send_or_write(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
     attr: &QpAttr,
+    wr: &mut WireReq,
     wqe: &SendWqe,
     opcode: WrOpcode,
     now: i64,
@@ -210,16 +273,16 @@ fn send_or_write(
     let data = wqe.gather(dev, q)?;
     q.counters.send.gathered(wqe.inline, data.len());
     let imm = opcode.has_imm().then_some(wqe.imm_data);
-    let op = if opcode.is_send() {
-        Op::Send {
-            data: &data,
+    let out = if opcode.is_send() {
+        Outgoing::Send {
+            data,
             imm,
             invalidate: (opcode == WrOpcode::SendInv).then_some(wqe.imm_data),
         }
     } else {
         let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
-        Op::Write {
-            data: &data,
+        Outgoing::Write {
+            data,
             to: Remote {
                 va: remote.remote_addr,
                 rkey: remote.rkey,
@@ -227,7 +290,7 @@ fn send_or_write(
             imm,
         }
     };
-    Ok(send_connected(dev, q, attr, wqe, op, None, now))
+    Ok(send_connected(dev, q, attr, wr, wqe, out, now))
 }
 
 /// An RDMA READ or an atomic: the response goes into the requester's SGEs.
@@ -235,6 +298,7 @@ fn read_or_atomic(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
     attr: &QpAttr,
+    wr: &mut WireReq,
     wqe: &SendWqe,
     opcode: WrOpcode,
     now: i64,
@@ -250,27 +314,26 @@ fn read_or_atomic(
         va: remote.remote_addr,
         rkey: remote.rkey,
     };
-    let op = match opcode {
-        WrOpcode::RdmaRead => Op::Read {
-            from: at,
-            sink: &sink,
-        },
+    let out = match opcode {
+        WrOpcode::RdmaRead => Outgoing::Read { from: at, sink },
         _ if sink.len() != 8 || at.va % 8 != 0 => return Err(WcStatus::LocLenErr),
-        WrOpcode::CmpSwap => Op::Atomic {
+        WrOpcode::CmpSwap => Outgoing::Atomic {
             at,
             op: Atomic::CmpSwap {
                 compare: remote.compare_add,
                 swap: remote.swap,
             },
+            sink,
         },
-        _ => Op::Atomic {
+        _ => Outgoing::Atomic {
             at,
             op: Atomic::FetchAdd {
                 add: remote.compare_add,
             },
+            sink,
         },
     };
-    Ok(send_connected(dev, q, attr, wqe, op, Some(&sink), now))
+    Ok(send_connected(dev, q, attr, wr, wqe, out, now))
 }
 
 /// A UD send: a datagram of at most one path MTU to the QP and Q_Key its WQE names. What the

@@ -18,6 +18,12 @@ use crate::{
 };
 use kernel::rdma::Device;
 
+/// Whether `dgid` is the GID of an srdma device in the namespace of `dev`'s network device,
+/// which [`loopback`] reaches.
+pub(crate) fn is_local(dev: &Device<SrdmaDevice>, dgid: &[u8; 16]) -> bool {
+    loopback::is_local(dev, dgid)
+}
+
 /// Sends `req` of QP `q` of device `dev` to the QP it names at GID `dgid`, and returns the
 /// response.
 pub(crate) fn send(

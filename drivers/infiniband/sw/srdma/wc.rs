@@ -63,6 +63,15 @@ impl WrOpcode {
     }
 
     /// Whether it is a SEND of any kind.
+    /// Whether the WQE is carried out by the requester alone (a bind, an invalidation, a
+    /// registration).
+    pub(crate) fn is_local(self) -> bool {
+        matches!(
+            self,
+            WrOpcode::BindMw | WrOpcode::LocalInv | WrOpcode::RegMr
+        )
+    }
+
     pub(crate) fn is_send(self) -> bool {
         matches!(self, WrOpcode::Send | WrOpcode::SendImm | WrOpcode::SendInv)
     }

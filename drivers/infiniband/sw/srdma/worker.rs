@@ -139,6 +139,11 @@ impl Worker {
         let _ = queue.enqueue::<_, RECEIVED>(self.clone());
     }
 
+    /// Whether packets from the wire wait for the receive work.
+    pub(crate) fn rx_pending(&self) -> bool {
+        !self.rx.lock().is_empty()
+    }
+
     /// Takes the retries that are due at `now`; returns them and when the next one is due.
     fn due(&self, now: i64) -> Result<(KVec<Arc<QpShared>>, Option<i64>)> {
         let taken = core::mem::take(&mut *self.retries.lock());

@@ -36,6 +36,7 @@ pub(crate) fn slot_offset(ring: &Ring, idx: u32) -> usize {
 }
 
 /// An SQ WQE: its control segment, read once; the segments behind it are read when needed.
+#[derive(Clone)]
 pub(crate) struct SendWqe {
     /// The byte offset of its slot in the SQ.
     off: usize,

@@ -32,6 +32,15 @@ fn find(from: &Device<SrdmaDevice>, dgid: &[u8; 16], qpn: u32) -> Option<Result<
     Some(qp.map(|qp| Dest { dev, qp }).ok_or(()))
 }
 
+/// Whether an srdma device in the namespace of `from` has GID `dgid`.
+pub(crate) fn is_local(from: &Device<SrdmaDevice>, dgid: &[u8; 16]) -> bool {
+    let Some(net) = from.netdev(PORT).and_then(|n| n.net()) else {
+        return false;
+    };
+    net::device::Device::find_by_ip(&net, dgid)
+        .is_some_and(|ndev| Device::<SrdmaDevice>::get_by_netdev(&ndev).is_some())
+}
+
 /// Hands `req` of QP `q` of device `from` to the responder of the QP it names at `dgid`, if
 /// an srdma device in the namespace of `from` has that GID; counts it as sent by `q` and, if
 /// it reached a QP, as received there. `None` if no srdma device here has the GID.

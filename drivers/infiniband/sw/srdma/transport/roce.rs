@@ -38,6 +38,7 @@ use kernel::{
     str::CStr,
 };
 
+pub(crate) mod requester;
 pub(crate) mod responder;
 
 /// The receive side of the transport: the tunnel sockets' callback.
@@ -175,6 +176,21 @@ pub(crate) fn transmit(
     headers: &Headers,
     payload: &[u8],
 ) -> Result {
+    transmit_with(dev, ends, headers, payload.len(), |out| {
+        out.copy_from_slice(payload);
+        Ok(())
+    })
+}
+
+/// As [`transmit`], for a payload of `len` bytes that `fill` writes into the packet (straight
+/// from where it is, without a copy in between).
+pub(crate) fn transmit_with(
+    dev: &Device<SrdmaDevice>,
+    ends: &Ends,
+    headers: &Headers,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
     let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
     let net = ndev.net().ok_or(ENODEV)?;
     let ip = Header {
@@ -187,16 +203,16 @@ pub(crate) fn transmit(
     };
     let route = ip::Route::output(&net, &ip, ndev.ifindex())?;
     let link = route.dev().map_or(0, |d| d.ll_reserved_space());
-    let pad = (4 - payload.len() % 4) % 4;
+    let pad = (4 - len % 4) % 4;
     let transport = headers.bth.opcode.headers_len();
-    let size = link + ip.len() + UDP_HLEN + transport + payload.len() + pad + ICRC_LEN;
+    let size = link + ip.len() + UDP_HLEN + transport + len + pad + ICRC_LEN;
     let mut skb = SkBuff::alloc(u32::try_from(size)?, GFP_KERNEL)?;
     skb.reserve(link + ip.len() + UDP_HLEN)?;
     let n = headers.write(skb.put(transport)?)?;
     if n != transport {
         return Err(EINVAL);
     }
-    skb.put_data(payload)?;
+    fill(skb.put(len)?)?;
     skb.put(pad + ICRC_LEN)?;
     udp_tunnel::push_header(
         &mut skb,
@@ -324,7 +340,7 @@ fn deliver(dev: &Device<SrdmaDevice>, skb: &mut SkBuff) -> core::result::Result<
         Service::Rc | Service::Uc if is_request(pkt.headers.bth.opcode.operation()) => {
             responder::request(dev, &qp, &arrived, &pkt)
         }
-        // Responses go to requesters once connected services leave too.
+        Service::Rc => requester::response(dev, &qp, &arrived, &pkt),
         _ => Err(Dropped::NotOurs),
     }
 }

@@ -1,0 +1,790 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+//! The RC and UC requester on the wire, and the RC completer that its responses feed.
+//!
+//! A request leaves as packets of at most the path MTU, one PSN each (a READ request takes as
+//! many PSNs as its responses), the last asking for an acknowledgement. An RC WQE then waits
+//! in flight, in SQ order, with the memory it names, until the responder acknowledges it: an
+//! ACK of its last PSN or a later one (coalesced), a READ response or atomic acknowledgement
+//! that comes after it (implied), or its own READ responses and atomic acknowledgement. The
+//! send queue goes on while the oldest WQEs wait, up to a window of unacknowledged PSNs.
+//!
+//! What goes wrong is handled as IBA 9.7 says: a PSN sequence error NAK sends again from the
+//! PSN it names; an RNR NAK waits the responder's timer (`rnr_retry` times) and sends the WQE
+//! again; the other NAKs fail the WQE and the QP; with no answer within the QP's `timeout`
+//! everything in flight is sent again from the oldest (go-back-N), `retry_cnt` times, and
+//! then the oldest fails with `RETRY_EXC_ERR`. UC WQEs complete once their packets are out.
+
+use super::{responder::mtu_bytes, transmit_with, Arrived, Dropped, Ends};
+use crate::{
+    comp::{self, Judged},
+    counters::Counter,
+    device::{SrdmaDevice, PORT},
+    message::{Atomic, Path, Remote, PSN_MASK},
+    payload::Segments,
+    qp::QpShared,
+    req,
+    rnr::Verdict,
+    wc::WcStatus,
+    wqe::SendWqe,
+};
+use core::sync::atomic::Ordering;
+use kernel::{
+    prelude::*,
+    rdma::{
+        qp::{QpAttr, QpState, QpType},
+        roce::{AtomicEth, Bth, Headers, Opcode, Operation, Packet, Reth, Service},
+        Device,
+    },
+    sync::Arc,
+    time::Ktime,
+};
+
+/// The most PSNs in flight without an acknowledgement, as rxe allows.
+const WINDOW: u32 = 128;
+
+/// How long a timeout waits for received packets to be processed before it counts (1 ms).
+const RX_GRACE_NS: i64 = 1_000_000;
+
+/// Inside a long message every this many packets ask for an acknowledgement too, so that the
+/// requester sees progress (and restarts its timer) before the message ends.
+const ACK_EVERY: u32 = 16;
+
+/// A connected request with the memory it names: what a WQE asks of the responder.
+pub(crate) enum Outgoing {
+    Send {
+        data: Segments,
+        imm: Option<u32>,
+        invalidate: Option<u32>,
+    },
+    Write {
+        data: Segments,
+        to: Remote,
+        imm: Option<u32>,
+    },
+    /// The response data goes to `sink`.
+    Read { from: Remote, sink: Segments },
+    /// The original value goes to `sink`.
+    Atomic {
+        at: Remote,
+        op: Atomic,
+        sink: Segments,
+    },
+}
+
+/// A WQE in flight: sent, waiting for its acknowledgement.
+struct InFlight {
+    wqe: SendWqe,
+    /// `None` for a WQE that failed before it was sent, completing in its turn.
+    out: Option<Outgoing>,
+    status: WcStatus,
+    first_psn: u32,
+    /// The PSNs it takes.
+    psns: u32,
+    /// A READ: the PSN of the response expected next.
+    next_psn: u32,
+}
+
+impl InFlight {
+    fn last_psn(&self) -> u32 {
+        self.first_psn.wrapping_add(self.psns.max(1) - 1) & PSN_MASK
+    }
+
+    /// Whether an ACK completes it (READs and atomics need their own responses).
+    fn acked_by_ack(&self) -> bool {
+        !matches!(
+            self.out,
+            Some(Outgoing::Read { .. } | Outgoing::Atomic { .. })
+        )
+    }
+}
+
+/// Whether PSN `a` comes before PSN `b` (within half the PSN space).
+fn psn_before(a: u32, b: u32) -> bool {
+    let d = b.wrapping_sub(a) & PSN_MASK;
+    d != 0 && d < PSN_MASK / 2
+}
+
+/// The WQEs in flight, oldest first.
+struct Queue {
+    /// Retired entries before `head` are `None` until the vector is rebuilt.
+    v: KVec<Option<InFlight>>,
+    head: usize,
+}
+
+impl Queue {
+    const fn new() -> Self {
+        Self {
+            v: KVec::new(),
+            head: 0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head == self.v.len()
+    }
+
+    fn len(&self) -> usize {
+        self.v.len() - self.head
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &InFlight> {
+        self.v[self.head..].iter().flatten()
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
+        self.v[self.head..].iter_mut().flatten()
+    }
+
+    fn first(&self) -> Option<&InFlight> {
+        self.v.get(self.head)?.as_ref()
+    }
+
+    fn first_mut(&mut self) -> Option<&mut InFlight> {
+        self.v.get_mut(self.head)?.as_mut()
+    }
+
+    fn last(&self) -> Option<&InFlight> {
+        self.v.last()?.as_ref()
+    }
+
+    fn pop_front(&mut self) -> Option<InFlight> {
+        let f = self.v.get_mut(self.head)?.take();
+        self.head += 1;
+        if self.is_empty() {
+            self.clear();
+        }
+        f
+    }
+
+    fn push(&mut self, f: InFlight) -> Result {
+        if self.head > 0 && self.v.len() == self.v.capacity() {
+            // Rebuilt without the retired entries rather than grown.
+            let old = core::mem::take(&mut self.v);
+            let mut v = KVec::with_capacity(old.len() - self.head + 1, GFP_KERNEL)?;
+            for e in old.into_iter().skip(self.head) {
+                v.push(e, GFP_KERNEL)?;
+            }
+            self.v = v;
+            self.head = 0;
+        }
+        self.v.push(Some(f), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.v = KVec::new();
+        self.head = 0;
+    }
+
+    fn take(&mut self) -> KVec<Option<InFlight>> {
+        let mut v = core::mem::take(&mut self.v);
+        for e in v[..self.head].iter_mut() {
+            *e = None;
+        }
+        self.head = 0;
+        v
+    }
+}
+
+/// The requester's side of an RC or UC QP on the wire. Taken after `sq_ci`.
+pub(crate) struct WireReq {
+    /// The SQ index of the next WQE to send; the consumer index when nothing is in flight.
+    sent: u32,
+    inflight: Queue,
+    /// When everything in flight is sent again (ktime ns), if something is.
+    deadline: Option<i64>,
+    /// Timeouts left before the oldest WQE fails.
+    retries: Option<u8>,
+    /// An RNR NAK holds the oldest WQE until `rnr` says it may go again.
+    rnr_wait: bool,
+    /// The last PSN the responder acknowledged, if one of those in flight.
+    acked: Option<u32>,
+}
+
+impl WireReq {
+    pub(crate) const fn new() -> Self {
+        Self {
+            sent: 0,
+            inflight: Queue::new(),
+            deadline: None,
+            retries: None,
+            rnr_wait: false,
+            acked: None,
+        }
+    }
+
+    /// Whether WQEs wait in flight.
+    pub(crate) fn busy(&self) -> bool {
+        !self.inflight.is_empty()
+    }
+
+    /// The SQ index processing goes on from, given the consumer index `ci`.
+    pub(crate) fn next(&self, ci: u32) -> u32 {
+        if self.busy() {
+            self.sent
+        } else {
+            ci
+        }
+    }
+
+    /// Whether another WQE may go: the window has room and no error waits to complete.
+    pub(crate) fn has_room(&self, attr: &QpAttr) -> bool {
+        let psns: u32 = self.inflight.iter().map(|f| f.psns).sum();
+        let reads = self
+            .inflight
+            .iter()
+            .filter(|f| f.out.is_some() && !f.acked_by_ack())
+            .count();
+        psns < WINDOW
+            && reads < usize::from(attr.max_rd_atomic.max(1))
+            && self.inflight.iter().all(|f| f.status == WcStatus::Success)
+    }
+
+    /// Drops what is in flight (the QP is in the error state: the SQ is flushed from `ci`).
+    pub(crate) fn clear(&mut self, ci: u32) {
+        self.inflight.clear();
+        self.sent = ci;
+        self.deadline = None;
+        self.rnr_wait = false;
+        self.acked = None;
+    }
+}
+
+/// The endpoints of the QP's packets: its address vector.
+fn ends(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr) -> Option<Ends> {
+    let sgid = dev
+        .query_gid(PORT, u32::from(attr.ah_attr.sgid_index))
+        .ok()?;
+    Some(Ends {
+        sgid,
+        dgid: attr.ah_attr.dgid,
+        path: Path {
+            traffic_class: attr.ah_attr.traffic_class,
+            hop_limit: attr.ah_attr.hop_limit,
+            flow_label: attr.ah_attr.flow_label,
+        },
+        src_qpn: q.qpn,
+        dest_qpn: attr.dest_qp_num,
+    })
+}
+
+/// The local ACK timeout of `attr` in ns (4.096 µs × 2^timeout), `None` for no timer.
+fn timeout_ns(attr: &QpAttr) -> Option<i64> {
+    (attr.timeout != 0).then(|| 4096i64 << attr.timeout.min(31))
+}
+
+/// Sends the packets of `f` from PSN `from` on (all of them when it is the first).
+fn send_packets(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    ends: &Ends,
+    f: &InFlight,
+    from: u32,
+    pmtu: usize,
+    solicited: bool,
+) -> Result {
+    let Some(out) = &f.out else {
+        return Ok(());
+    };
+    let service = if q.qp_type == QpType::Uc {
+        Service::Uc
+    } else {
+        Service::Rc
+    };
+    let (data, imm, invalidate, remote) = match out {
+        Outgoing::Send {
+            data,
+            imm,
+            invalidate,
+        } => (Some(data), *imm, *invalidate, None),
+        Outgoing::Write { data, to, imm } => (Some(data), *imm, None, Some(*to)),
+        Outgoing::Read { from: at, sink } => {
+            let headers = Headers {
+                bth: ack_req(Bth::new(
+                    op(service, Operation::ReadRequest)?,
+                    ends.dest_qpn,
+                    f.first_psn,
+                    0,
+                )),
+                reth: Some(Reth {
+                    va: at.va,
+                    rkey: at.rkey,
+                    len: sink.len() as u32,
+                }),
+                ..Headers::default()
+            };
+            return send(dev, q, ends, &headers, 0, |_| Ok(()));
+        }
+        Outgoing::Atomic { at, op: a, .. } => {
+            let (operation, swap_add, compare) = match *a {
+                Atomic::CmpSwap { compare, swap } => (Operation::CompareSwap, swap, compare),
+                Atomic::FetchAdd { add } => (Operation::FetchAdd, add, 0),
+            };
+            let headers = Headers {
+                bth: ack_req(Bth::new(
+                    op(service, operation)?,
+                    ends.dest_qpn,
+                    f.first_psn,
+                    0,
+                )),
+                atomic: Some(AtomicEth {
+                    va: at.va,
+                    rkey: at.rkey,
+                    swap_add,
+                    compare,
+                }),
+                ..Headers::default()
+            };
+            return send(dev, q, ends, &headers, 0, |_| Ok(()));
+        }
+    };
+    let data = data.ok_or(EINVAL)?;
+    let len = data.len();
+    let packets = f.psns;
+    let is_send = remote.is_none();
+    for i in 0..packets {
+        let psn = f.first_psn.wrapping_add(i) & PSN_MASK;
+        if psn_before(psn, from) {
+            continue;
+        }
+        let at = i as usize * pmtu;
+        let n = (len - at.min(len)).min(pmtu);
+        let (first, last) = (i == 0, i == packets - 1);
+        use Operation::*;
+        let operation = match (is_send, first, last, imm.is_some(), invalidate.is_some()) {
+            (true, true, true, _, true) => SendOnlyInv,
+            (true, true, true, true, _) => SendOnlyImm,
+            (true, true, true, ..) => SendOnly,
+            (true, true, false, ..) => SendFirst,
+            (true, false, false, ..) => SendMiddle,
+            (true, false, true, _, true) => SendLastInv,
+            (true, false, true, true, _) => SendLastImm,
+            (true, false, true, ..) => SendLast,
+            (false, true, true, true, _) => WriteOnlyImm,
+            (false, true, true, ..) => WriteOnly,
+            (false, true, false, ..) => WriteFirst,
+            (false, false, false, ..) => WriteMiddle,
+            (false, false, true, true, _) => WriteLastImm,
+            (false, false, true, ..) => WriteLast,
+        };
+        let mut bth = Bth::new(op(service, operation)?, ends.dest_qpn, psn, n);
+        bth.solicited = last && solicited;
+        if service == Service::Rc && (last || (i + 1) % ACK_EVERY == 0) {
+            bth = ack_req(bth);
+        }
+        let headers = Headers {
+            bth,
+            reth: remote.filter(|_| first).map(|r| Reth {
+                va: r.va,
+                rkey: r.rkey,
+                len: len as u32,
+            }),
+            imm: imm.filter(|_| last),
+            ieth: invalidate.filter(|_| last),
+            ..Headers::default()
+        };
+        send(dev, q, ends, &headers, n, |buf| data.read(at, buf))?;
+    }
+    Ok(())
+}
+
+fn op(service: Service, operation: Operation) -> Result<Opcode> {
+    Opcode::new(service, operation).ok_or(EINVAL)
+}
+
+fn ack_req(mut bth: Bth) -> Bth {
+    bth.ack_req = true;
+    bth
+}
+
+fn send(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    ends: &Ends,
+    headers: &Headers,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    q.counters.send.inc(Counter::SentPkts);
+    transmit_with(dev, ends, headers, len, fill).inspect_err(|_| {
+        q.counters.send.inc(Counter::TxErrors);
+    })
+}
+
+/// Sends WQE `wqe` of connected QP `q` (attributes `attr`) asking `out` on the wire. An RC WQE
+/// is then in flight ([`Judged::Sent`]); a UC one is done.
+pub(crate) fn start(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    wr: &mut WireReq,
+    wqe: &SendWqe,
+    out: Outgoing,
+    now: i64,
+) -> Judged {
+    let Some(ends) = ends(dev, q, attr) else {
+        return Judged::Done(WcStatus::LocQpOpErr);
+    };
+    let pmtu = mtu_bytes(attr.path_mtu);
+    let psns = match &out {
+        Outgoing::Send { data, .. } | Outgoing::Write { data, .. } => {
+            data.len().div_ceil(pmtu).max(1)
+        }
+        Outgoing::Read { sink, .. } => sink.len().div_ceil(pmtu).max(1),
+        Outgoing::Atomic { .. } => 1,
+    } as u32;
+    let first_psn = q.sq_psn.load(Ordering::Relaxed);
+    q.sq_psn
+        .store(first_psn.wrapping_add(psns) & PSN_MASK, Ordering::Relaxed);
+    let f = InFlight {
+        wqe: wqe.clone(),
+        out: Some(out),
+        status: WcStatus::Success,
+        first_psn,
+        psns,
+        next_psn: first_psn,
+    };
+    if send_packets(dev, q, &ends, &f, first_psn, pmtu, wqe.solicited).is_err() {
+        // Not even out of the host: sent again on the timeout like a lost packet.
+    }
+    if q.qp_type == QpType::Uc {
+        return Judged::Done(WcStatus::Success);
+    }
+    if wr.inflight.push(f).is_err() {
+        return Judged::Done(WcStatus::LocQpOpErr);
+    }
+    if wr.deadline.is_none() {
+        wr.deadline = timeout_ns(attr).map(|t| now + t);
+        wr.retries = Some(attr.retry_cnt);
+    }
+    Judged::Sent
+}
+
+/// Puts a WQE that is done without going on the wire (it failed before it was sent) behind
+/// the others in flight, to complete in its turn.
+pub(crate) fn done_in_turn(wr: &mut WireReq, wqe: &SendWqe, status: WcStatus) -> Result {
+    let psn = wr.inflight.last().map_or(0, InFlight::last_psn);
+    wr.inflight.push(InFlight {
+        wqe: wqe.clone(),
+        out: None,
+        status,
+        first_psn: psn,
+        psns: 0,
+        next_psn: psn,
+    })
+}
+
+/// Records that the WQE at index `idx` went (in flight or done).
+pub(crate) fn advance(wr: &mut WireReq, idx: u32) {
+    wr.sent = idx.wrapping_add(1);
+}
+
+/// Retires the oldest WQE in flight with `status`; on a failure the rest follow flushed.
+/// Returns whether the QP failed.
+fn retire_head(q: &QpShared, ci: &mut u32, wr: &mut WireReq, status: WcStatus) -> bool {
+    let Some(f) = wr.inflight.pop_front() else {
+        return false;
+    };
+    let failed = comp::retire(q, ci, &f.wqe, status, false).unwrap_or(true);
+    if failed {
+        let rest = wr.inflight.take();
+        for f in rest.iter().flatten() {
+            let _ = comp::retire(q, ci, &f.wqe, WcStatus::WrFlushErr, true);
+        }
+        wr.clear(*ci);
+    }
+    failed
+}
+
+/// Retires the WQEs at the head that were done without going on the wire.
+fn retire_failed(q: &QpShared, ci: &mut u32, wr: &mut WireReq) -> bool {
+    while let Some(f) = wr.inflight.first() {
+        if f.out.is_some() {
+            break;
+        }
+        let status = f.status;
+        if retire_head(q, ci, wr, status) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Retires the WQEs an acknowledgement of PSN `psn` covers: those an ACK completes, wholly at
+/// or before `psn` (`through`) or before it.
+fn acked(q: &QpShared, ci: &mut u32, wr: &mut WireReq, psn: u32, through: bool) -> bool {
+    loop {
+        if retire_failed(q, ci, wr) {
+            return true;
+        }
+        let Some(f) = wr.inflight.first() else {
+            return false;
+        };
+        let last = f.last_psn();
+        let covered = psn_before(last, psn) || (through && last == psn);
+        if !covered || !f.acked_by_ack() {
+            return false;
+        }
+        if retire_head(q, ci, wr, WcStatus::Success) {
+            return true;
+        }
+    }
+}
+
+/// Carries out response packet `pkt` for the RC QP `q`: the completer.
+pub(crate) fn response(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    arrived: &Arrived,
+    pkt: &Packet<'_>,
+) -> core::result::Result<(), Dropped> {
+    if q.qp_type != QpType::Rc || pkt.headers.bth.opcode.service() != Service::Rc {
+        return Err(Dropped::NotOurs);
+    }
+    let mut ci = q.sq_ci.lock();
+    if !q.is_alive() || q.state() != QpState::Rts {
+        return Err(Dropped::NotOurs);
+    }
+    let attr = *q.attr.lock();
+    if attr.ah_attr.dgid != arrived.sgid {
+        return Err(Dropped::NotOurs);
+    }
+    let now = Ktime::ktime_get().to_ns();
+    let mut wr = q.wire_req.lock();
+    let before = (wr.inflight.len(), wr.acked);
+    let failed = complete(dev, q, &attr, &mut ci, &mut wr, pkt, now);
+    if (wr.inflight.len(), wr.acked) != before {
+        // Progress: the timer starts again, with all its retries.
+        wr.retries = Some(attr.retry_cnt);
+        wr.deadline = timeout_ns(&attr).map(|t| now + t);
+    }
+    if wr.inflight.is_empty() {
+        wr.deadline = None;
+    }
+    let resend_from = wr.deadline;
+    drop(wr);
+    if failed {
+        // The QP is in the error state: the WQEs not sent yet are flushed.
+        let _ = req::process_sq(dev, q, &mut ci);
+        return Ok(());
+    }
+    // The window moved: more of the SQ may go.
+    let _ = req::process_sq(dev, q, &mut ci);
+    if let Some(at) = resend_from {
+        let _ = dev.worker().retry_at(dev.queue(), q, at);
+    }
+    Ok(())
+}
+
+/// What a response does to the WQEs in flight; returns whether the QP failed.
+fn complete(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    ci: &mut u32,
+    wr: &mut WireReq,
+    pkt: &Packet<'_>,
+    now: i64,
+) -> bool {
+    let h = &pkt.headers;
+    let psn = h.bth.psn;
+    let pmtu = mtu_bytes(attr.path_mtu);
+    match h.bth.opcode.operation() {
+        Operation::Acknowledge => {
+            let Some(aeth) = h.aeth else {
+                return false;
+            };
+            match aeth.syndrome >> 5 {
+                // ACK.
+                0 => {
+                    note_acked(wr, psn);
+                    acked(q, ci, wr, psn, true)
+                }
+                // RNR NAK: what came before is done; the WQE of `psn` waits and goes again.
+                1 => {
+                    if acked(q, ci, wr, psn, false) {
+                        return true;
+                    }
+                    q.counters.send.inc(Counter::RcvdRnrErr);
+                    match q.rnr.refused(now, attr.rnr_retry, aeth.syndrome & 0x1f) {
+                        Verdict::RetryAt(at) => {
+                            wr.rnr_wait = true;
+                            wr.deadline = Some(at);
+                            false
+                        }
+                        Verdict::GiveUp => retire_head(q, ci, wr, WcStatus::RnrRetryExcErr),
+                    }
+                }
+                // NAK.
+                3 => {
+                    if acked(q, ci, wr, psn, false) {
+                        return true;
+                    }
+                    let status = match aeth.syndrome & 0x1f {
+                        0 => {
+                            // PSN sequence error: send again from the PSN it names.
+                            q.counters.send.inc(Counter::PacketSeqErr);
+                            resend(dev, q, attr, wr, psn);
+                            return false;
+                        }
+                        1 => WcStatus::RemInvReqErr,
+                        2 => WcStatus::RemAccessErr,
+                        _ => WcStatus::RemOpErr,
+                    };
+                    retire_head(q, ci, wr, status)
+                }
+                _ => false,
+            }
+        }
+        Operation::AtomicAcknowledge => {
+            if acked(q, ci, wr, psn, false) {
+                return true;
+            }
+            let (Some(f), Some(old)) = (wr.inflight.first(), h.atomic_ack) else {
+                return false;
+            };
+            let Some(Outgoing::Atomic { sink, .. }) = &f.out else {
+                return false;
+            };
+            if f.first_psn != psn {
+                return false;
+            }
+            let status = match sink.write(0, &old.to_ne_bytes()) {
+                Ok(()) => WcStatus::Success,
+                Err(_) => WcStatus::LocProtErr,
+            };
+            retire_head(q, ci, wr, status)
+        }
+        op @ (Operation::ReadResponseFirst
+        | Operation::ReadResponseMiddle
+        | Operation::ReadResponseLast
+        | Operation::ReadResponseOnly) => {
+            if acked(q, ci, wr, psn, false) {
+                return true;
+            }
+            let Some(f) = wr.inflight.first_mut() else {
+                return false;
+            };
+            let Some(Outgoing::Read { sink, .. }) = &f.out else {
+                return false;
+            };
+            // In order only; a gap is made good by sending the request again.
+            if psn != f.next_psn {
+                return false;
+            }
+            let i = (psn.wrapping_sub(f.first_psn) & PSN_MASK) as usize;
+            let at = i * pmtu;
+            let data = pkt.payload;
+            let len = sink.len();
+            let last = matches!(
+                op,
+                Operation::ReadResponseLast | Operation::ReadResponseOnly
+            );
+            let expected = (len - at.min(len)).min(pmtu);
+            let size_ok = if last {
+                data.len() == expected && at + data.len() == len
+            } else {
+                data.len() == pmtu
+            };
+            if !size_ok {
+                return retire_head(q, ci, wr, WcStatus::RemInvReqErr);
+            }
+            if !data.is_empty() && sink.write(at, data).is_err() {
+                return retire_head(q, ci, wr, WcStatus::LocProtErr);
+            }
+            f.next_psn = psn.wrapping_add(1) & PSN_MASK;
+            if last {
+                return retire_head(q, ci, wr, WcStatus::Success);
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// Notes that the responder acknowledged PSN `psn`, if it is one in flight and later than what
+/// it acknowledged before.
+fn note_acked(wr: &mut WireReq, psn: u32) {
+    let Some(first) = wr.inflight.first().map(|f| f.first_psn) else {
+        return;
+    };
+    let in_flight = !psn_before(psn, first);
+    let later = !matches!(wr.acked, Some(a) if !psn_before(a, psn));
+    if in_flight && later {
+        wr.acked = Some(psn);
+    }
+}
+
+/// Sends again everything in flight from PSN `from` on (go-back-N).
+fn resend(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireReq, from: u32) {
+    let Some(ends) = ends(dev, q, attr) else {
+        return;
+    };
+    let pmtu = mtu_bytes(attr.path_mtu);
+    for f in wr.inflight.iter_mut() {
+        if psn_before(f.last_psn(), from) {
+            continue;
+        }
+        // A READ is asked again whole: its responses come again from the first.
+        let start = if f.acked_by_ack() { from } else { f.first_psn };
+        f.next_psn = f.first_psn;
+        let solicited = f.wqe.solicited;
+        let _ = send_packets(dev, q, &ends, f, start, pmtu, solicited);
+    }
+}
+
+/// Called as the SQ of `q` is processed at `now`: sends again what the timeout or an RNR
+/// wait holds, or fails the oldest WQE when the retries are spent. Returns whether the QP
+/// failed.
+pub(crate) fn on_timer(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    ci: &mut u32,
+    wr: &mut WireReq,
+    now: i64,
+) -> bool {
+    let Some(deadline) = wr.deadline else {
+        return false;
+    };
+    if wr.inflight.is_empty() || now < deadline {
+        return false;
+    }
+    if dev.worker().rx_pending() {
+        // The answers may be among the packets not processed yet: they go first.
+        wr.deadline = Some(now + RX_GRACE_NS);
+        return false;
+    }
+    let Some(first) = wr.inflight.first().map(|f| f.first_psn) else {
+        return false;
+    };
+    // From the oldest PSN not acknowledged.
+    let from = match wr.acked {
+        Some(a) if !psn_before(a, first) => a.wrapping_add(1) & PSN_MASK,
+        _ => first,
+    };
+    if wr.rnr_wait {
+        wr.rnr_wait = false;
+    } else {
+        match wr.retries {
+            Some(0) => {
+                q.counters.send.inc(Counter::LocalAckTimeoutErr);
+                return retire_head(q, ci, wr, WcStatus::RetryExcErr);
+            }
+            Some(n) => {
+                q.counters.send.inc(Counter::LocalAckTimeoutErr);
+                wr.retries = Some(n - 1);
+            }
+            None => wr.retries = Some(attr.retry_cnt),
+        }
+    }
+    resend(dev, q, attr, wr, from);
+    wr.deadline = timeout_ns(attr).map(|t| now + t);
+    false
+}
+
+/// When the QP's timer runs out next, if it runs.
+pub(crate) fn deadline(wr: &WireReq) -> Option<i64> {
+    wr.deadline
+}
