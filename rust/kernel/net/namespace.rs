@@ -206,6 +206,12 @@ impl<T: PernetData> Pernet<T> {
     }
 }
 
+impl<T: PernetData> Default for Pernet<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// # Safety
 ///
 /// Called by the kernel for a namespace being set up, with its zeroed slot allocated.
