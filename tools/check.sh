@@ -54,7 +54,9 @@ else
 fi
 
 echo "check: booting the VM and running the selftests (output in $out)"
-"$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 \
+# The KUnit results are read from the kernel log after every suite ran: the log buffer must hold
+# all of it.
+"$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 --append log_buf_len=8M \
 	-- "$top/selftests/run_tests.sh" "$out/selftests" ${SRDMA_CHECK_TESTS:-} 2>&1 | tee "$out/selftests.tap"
 vm_rc=${PIPESTATUS[0]}
 if [ "$vm_rc" -ne 0 ]; then

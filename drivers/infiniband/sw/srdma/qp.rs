@@ -158,7 +158,12 @@ impl QpShared {
     /// move to the device's totals under the same locks, so that no count is in the middle of
     /// its load and store.
     pub(crate) fn retire(&self) {
-        let _sq = self.sq_ci.lock();
+        let sq = self.sq_ci.lock();
+        // What the wire holds (WQEs in flight, a message being received) lets go of the memory
+        // it names now, not when the last reference to the QP goes.
+        self.wire_req.lock().clear(*sq);
+        let mut wire = self.wire.lock();
+        wire.reset();
         let _rq = self.rq_ci.lock();
         let _srq = self.srq.as_ref().map(|srq| srq.ci.lock());
         self.alive.store(false, Ordering::Release);

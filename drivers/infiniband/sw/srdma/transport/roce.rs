@@ -323,8 +323,11 @@ fn deliver(dev: &Device<SrdmaDevice>, skb: &mut SkBuff) -> core::result::Result<
         .try_into()
         .map(u32::from_le_bytes)
         .map_err(|_| Dropped::Malformed)?;
-    if roce::icrc(&bytes[..ip_end]) != Some(sent) {
-        return Err(Dropped::Icrc);
+    match roce::icrc(&bytes[..ip_end]) {
+        // Too short for the headers the ICRC covers.
+        None => return Err(Dropped::Malformed),
+        Some(icrc) if icrc != sent => return Err(Dropped::Icrc),
+        Some(_) => {}
     }
     let pkt = Packet::parse(udp_payload).map_err(|_| Dropped::Malformed)?;
     if !is_ours(dev, &arrived.dgid) {

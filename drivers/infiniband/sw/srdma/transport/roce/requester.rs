@@ -552,6 +552,17 @@ pub(crate) fn response(
     }
     let now = Ktime::ktime_get().to_ns();
     let mut wr = q.wire_req.lock();
+    // A response is to a PSN the QP sent: one beyond that answers nothing (forged, or from a
+    // peer gone wrong); one before what is in flight is a late duplicate.
+    let psn = pkt.headers.bth.psn;
+    let last_sent = q.sq_psn.load(Ordering::Relaxed).wrapping_sub(1) & PSN_MASK;
+    if psn_before(last_sent, psn) {
+        return Err(Dropped::NotOurs);
+    }
+    match wr.inflight.first() {
+        Some(f) if !psn_before(psn, f.first_psn) => {}
+        _ => return Ok(()),
+    }
     let before = (wr.inflight.len(), wr.acked);
     let failed = complete(dev, q, &attr, &mut ci, &mut wr, pkt, now);
     if (wr.inflight.len(), wr.acked) != before {

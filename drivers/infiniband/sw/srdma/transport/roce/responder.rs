@@ -84,6 +84,13 @@ impl WireResp {
     }
 }
 
+impl WireResp {
+    /// Forgets the message under way (the QP is destroyed).
+    pub(crate) fn reset(&mut self) {
+        self.msg = None;
+    }
+}
+
 /// The bytes of path MTU `mtu` (an `IB_MTU_*` value).
 pub(crate) fn mtu_bytes(mtu: u32) -> usize {
     256 << (mtu.clamp(1, 5) - 1)

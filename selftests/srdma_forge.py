@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""A hostile RoCEv2 peer for one ibv_rc_pingpong client.
+
+It answers the client's TCP exchange as a server would (its own QPN and PSN, GID = SRC_IP),
+then fires forged RoCEv2 packets at the client's QP from a raw IP socket, and at the end sends
+what a real server would: the ACK of the client's SEND and a SEND of SIZE bytes (i & 0xff), so
+that a device that dropped every forged packet completes the client's one iteration.
+
+    srdma_forge.py PORT SRC_IP DST_IP SIZE HW_COUNTERS_DIR [MODE]
+
+MODE "drops" (the default) sends only packets a receiver must drop silently and prints how
+many of each kind it sent ("icrc N", ...). MODE "fatal" sends, at the expected PSN, an RDMA
+WRITE with a huge length and a bad rkey, which the QP must refuse with a NAK and fail on.
+"""
+import socket
+import struct
+import sys
+import time
+import zlib
+
+PORT, SRC, DST, SIZE = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+COUNTERS = sys.argv[5]
+MODE = sys.argv[6] if len(sys.argv) > 6 else "drops"
+OUR_QPN, OUR_PSN = 0x123, 0x1000
+PKEY = 0xFFFF
+RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY = 0x11, 0x04, 0x0A
+
+
+def exchange():
+    """The pingpong exchange: returns the client's QPN and PSN."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", PORT))
+    srv.listen(1)
+    conn, _ = srv.accept()
+    conn.settimeout(30)
+    msg = b""
+    while len(msg) < 52:
+        chunk = conn.recv(52 - len(msg))
+        if not chunk:
+            break
+        msg += chunk
+    _lid, qpn, psn = msg.split(b":")[:3]
+    gid = b"00000000000000000000ffff" + socket.inet_aton(SRC).hex().encode()
+    conn.sendall(b"%04x:%06x:%06x:%s\0" % (0, OUR_QPN, OUR_PSN, gid))
+    return conn, int(qpn, 16), int(psn, 16)
+
+
+def ip_udp(src, payload_len, ident):
+    total = 20 + 8 + payload_len
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, ident, 0x4000, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton(DST))
+    udp = struct.pack("!HHHH", 0xC123, 4791, 8 + payload_len, 0)
+    return ip, udp
+
+
+def icrc(ip, udp, transport):
+    masked_ip = bytearray(ip)
+    masked_ip[1] = 0xFF
+    masked_ip[8] = 0xFF
+    masked_ip[10:12] = b"\xff\xff"
+    masked_udp = bytearray(udp)
+    masked_udp[6:8] = b"\xff\xff"
+    masked = bytearray(transport)
+    if len(masked) > 4:
+        masked[4] = 0xFF
+    return struct.pack("<I", zlib.crc32(b"\xff" * 8 + masked_ip + masked_udp + masked))
+
+
+def bth(opcode, qpn, psn, payload_len, ack_req=True, tver=0):
+    pad = (-payload_len) & 3
+    return struct.pack("!BBHII", opcode, (pad << 4) | tver, PKEY, qpn & 0xFFFFFF,
+                       (0x80000000 if ack_req else 0) | (psn & 0xFFFFFF))
+
+
+ident = 0x4242
+
+
+def send(sock, transport, src=SRC, bad_icrc=False, truncate_to=None):
+    """Sends transport headers + payload (+ pad) with their ICRC from `src`."""
+    global ident
+    ident = (ident + 1) & 0xFFFF or 1
+    ip, udp = ip_udp(src, len(transport) + 4, ident)
+    crc = icrc(ip, udp, transport)
+    if bad_icrc:
+        crc = bytes(b ^ 0x5A for b in crc)
+    body = transport + crc
+    if truncate_to is not None:
+        body = body[:truncate_to]
+        ip, udp = ip_udp(src, len(body), ident)
+        body = body[:-4] + icrc(ip, udp, body[:-4]) if len(body) >= 4 else body
+    sock.sendto(ip + udp + body, (DST, 0))
+
+
+def sent_pkts():
+    with open(COUNTERS + "/sent_pkts") as f:
+        return int(f.read())
+
+
+def main():
+    before = sent_pkts()
+    conn, qpn, psn = exchange()
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    deadline = time.time() + 20
+    while sent_pkts() == before and time.time() < deadline:
+        time.sleep(0.01)
+    # The ACK of the client's ping, before its timer runs out.
+    ack = bth(RC_ACK, qpn, psn, 0, ack_req=False) + struct.pack("!I", 0x1F000001)
+    send(raw, ack)
+    payload = bytes(i & 0xFF for i in range(SIZE))
+    pad = b"\0" * ((-SIZE) & 3)
+    good_send = bth(RC_SEND_ONLY, qpn, OUR_PSN, SIZE) + payload + pad
+    sent = {}
+
+    def count(kind, n=1):
+        sent[kind] = sent.get(kind, 0) + n
+
+    if MODE == "fatal":
+        reth = struct.pack("!QII", 0xDEAD0000, 0xBADBAD, 0xFFFFFFFF)
+        send(raw, bth(RC_WRITE_ONLY, qpn, OUR_PSN, 16) + reth + b"\x11" * 16)
+        count("fatal")
+    else:
+        for _ in range(5):
+            send(raw, good_send, bad_icrc=True)
+        count("icrc", 5)
+        # Too short for its headers: a BTH cut in half, a SEND_ONLY without payload room.
+        for cut in (6, 10, 14):
+            send(raw, good_send, truncate_to=cut)
+        count("malformed", 3)
+        # Opcodes RC does not define, and a transport header version other than 0.
+        for op in (0x18, 0x1F, 0x15):
+            send(raw, bth(op, qpn, OUR_PSN, 0))
+        send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN, SIZE, tver=1) + payload + pad)
+        count("malformed", 4)
+        # Not for this QP: an unknown QP number, a source the QP is not connected to.
+        send(raw, bth(RC_SEND_ONLY, 0xABCDE, OUR_PSN, SIZE) + payload + pad)
+        send(raw, bth(RC_SEND_ONLY, 0x1, OUR_PSN, SIZE) + payload + pad)
+        send(raw, good_send, src="10.61.0.9")
+        count("not_ours", 3)
+        # Far ahead of the expected PSN: dropped (with one sequence error NAK).
+        for d in (1000, 0x400000, 5):
+            send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN + d, SIZE) + payload + pad)
+        count("psn_ahead", 3)
+        # A response to a request never made (the QP sent one SEND, not a READ).
+        send(raw, bth(0x10, qpn, psn + 7, 4) + struct.pack("!I", 0x1F) + b"abcd")
+        count("stray_response")
+    # What a real server sends next: the pong.
+    send(raw, good_send)
+    for kind, n in sent.items():
+        print(kind, n, flush=True)
+    time.sleep(1)
+    conn.close()
+
+
+main()
