@@ -54,9 +54,7 @@ else
 fi
 
 echo "check: booting the VM and running the selftests (output in $out)"
-# The KUnit results are read from the kernel log after every suite ran: the log buffer must hold
-# all of it.
-"$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 --append log_buf_len=8M \
+"$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 \
 	-- "$top/selftests/run_tests.sh" "$out/selftests" ${SRDMA_CHECK_TESTS:-} 2>&1 | tee "$out/selftests.tap"
 vm_rc=${PIPESTATUS[0]}
 if [ "$vm_rc" -ne 0 ]; then

@@ -9,9 +9,9 @@
 //! an IP address of the device and to a QP of the device that takes its transport service.
 //! What fails is dropped and counted, as rxe and RoCE NICs drop it, without an answer.
 //!
-//! Carried today: UD and GSI datagrams (one packet each, so rdma_cm MADs too). RC and UC
-//! requests do not leave the host yet: a connected QP whose peer is not an srdma device of
-//! this host finds nobody to answer.
+//! Datagrams (UD, and GSI: rdma_cm's MADs) are one packet each and leave from [`send`]; RC
+//! and UC requests leave from [`requester`], whose completer takes the responses, and arrive at
+//! [`responder`].
 
 use crate::{
     counters::Counter,
@@ -105,8 +105,9 @@ fn udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
     (low as u16) | 0xc000
 }
 
-/// Sends `req` of QP `q` of device `dev` to `dgid` as RoCEv2 packets. A datagram completes
-/// when it has left; connected services do not go on the wire yet.
+/// Sends datagram `req` of QP `q` of device `dev` to `dgid` as a RoCEv2 packet; it completes
+/// when it has left. A connected request comes here only if its peer went away between the
+/// requester's look and the send: it is lost.
 pub(crate) fn send(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
