@@ -36,23 +36,22 @@ check "rxe on $R (initial namespace)" rdma link add rxe_w type rxe netdev "$R"
 check "srdma on $S (namespace $NS)" in_ns rdma link add srdma_w type srdma netdev "$S"
 check "srdma holds UDP 4791 in its namespace" sh -c "ip netns exec $NS cat /proc/net/udp | grep -q ':12B7 '"
 
-# gid_index DEV ADDR: the index of the RoCE v2 GID of an IPv4 address.
+# gid_index DEV GID: the index of a RoCE v2 GID, as sysfs prints it.
 gid_index() {
-	local f n want
-	want=$(ipv4_gid "$2")
+	local f n
 	for f in "$SYSFS_IB/$1"/ports/1/gids/*; do
 		n=${f##*/}
-		[ "$(cat "$f" 2>/dev/null)" = "$want" ] || continue
+		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
 		grep -qx "RoCE v2" "$SYSFS_IB/$1/ports/1/gid_attrs/types/$n" 2>/dev/null || continue
 		echo "$n"
 		return 0
 	done
 	return 1
 }
-check "rxe has the RoCE v2 GID of $RXE_IP" wait_for 10 gid_index rxe_w "$RXE_IP"
-check "srdma has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w "$SRDMA_IP"
-rg=$(gid_index rxe_w "$RXE_IP")
-sg=$(gid_index srdma_w "$SRDMA_IP")
+check "rxe has the RoCE v2 GID of $RXE_IP" wait_for 10 gid_index rxe_w "$(ipv4_gid "$RXE_IP")"
+check "srdma has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")"
+rg=$(gid_index rxe_w "$(ipv4_gid "$RXE_IP")")
+sg=$(gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")")
 
 hw=$SYSFS_IB/srdma_w/ports/1/hw_counters
 counter() { cat "$hw/$1"; }
@@ -134,23 +133,11 @@ pingpong ibv_uc_pingpong "UC: rxe server, srdma client, 1024 B x 100, checked" $
 # The same over IPv6 GIDs (the exchange of QP numbers still over IPv4 TCP).
 ip -6 addr add 2001:db8:61::1/64 dev "$R" nodad
 in_ns ip -6 addr add 2001:db8:61::2/64 dev "$S" nodad
-# gid6_index DEV GID: the index of a RoCE v2 GID as sysfs prints it.
-gid6_index() {
-	local f n
-	for f in "$SYSFS_IB/$1"/ports/1/gids/*; do
-		n=${f##*/}
-		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
-		grep -qx "RoCE v2" "$SYSFS_IB/$1/ports/1/gid_attrs/types/$n" 2>/dev/null || continue
-		echo "$n"
-		return 0
-	done
-	return 1
-}
-if wait_for 10 gid6_index rxe_w 2001:0db8:0061:0000:0000:0000:0000:0001 &&
-	wait_for 10 gid6_index srdma_w 2001:0db8:0061:0000:0000:0000:0000:0002; then
+if wait_for 10 gid_index rxe_w 2001:0db8:0061:0000:0000:0000:0000:0001 &&
+	wait_for 10 gid_index srdma_w 2001:0db8:0061:0000:0000:0000:0000:0002; then
 	rg4=$rg sg4=$sg
-	rg=$(gid6_index rxe_w 2001:0db8:0061:0000:0000:0000:0000:0001)
-	sg=$(gid6_index srdma_w 2001:0db8:0061:0000:0000:0000:0000:0002)
+	rg=$(gid_index rxe_w 2001:0db8:0061:0000:0000:0000:0000:0001)
+	sg=$(gid_index srdma_w 2001:0db8:0061:0000:0000:0000:0000:0002)
 	pingpong ibv_rc_pingpong "RC over IPv6: srdma server, rxe client, 4096 B x 50, checked" \
 		$((port++)) srdma 4096 50
 	pingpong ibv_rc_pingpong "RC over IPv6: rxe server, srdma client, 4096 B x 50, checked" \

@@ -12,7 +12,7 @@
 //! NAKs for invalid requests and access errors. UC answers nothing and drops a message with a
 //! gap.
 
-use super::{transmit, Arrived, Dropped, Ends};
+use super::{transmit, transmit_with, Arrived, Dropped, Ends};
 use crate::{
     counters::Counter,
     device::SrdmaDevice,
@@ -24,11 +24,10 @@ use crate::{
 };
 use core::sync::atomic::Ordering;
 use kernel::{
-    prelude::*,
     rdma::{
         mr::access,
         qp::{QpAttr, QpState, QpType},
-        roce::{Aeth, Bth, Headers, Opcode, Operation, Packet, Service},
+        roce::{Aeth, Bth, Headers, Opcode, Operation, Packet, Reth, Service},
         Device,
     },
     sync::Arc,
@@ -338,23 +337,12 @@ fn message(
             }
         } else {
             let reth = h.reth.ok_or(Nak::InvalidRequest)?;
-            let len = reth.len as usize;
-            let target = if len == 0 {
-                None
-            } else {
-                let _responder = resp::lock(qp, access::REMOTE_WRITE).map_err(|r| match r {
-                    Response::Nak(nak) => nak,
-                    _ => Nak::InvalidRequest,
-                })?;
-                let at = Remote {
-                    va: reth.va,
-                    rkey: reth.rkey,
-                };
-                let span = resp::resolve_remote(dev, qp, at, access::REMOTE_WRITE, len)
-                    .ok_or(Nak::RemoteAccess)?;
-                Some(resp::one_span(span).map_err(|_| Nak::RemoteOperational)?)
-            };
-            InMsg::Write { target, at: 0, len }
+            let target = reth_memory(dev, qp, &reth, access::REMOTE_WRITE)?;
+            InMsg::Write {
+                target,
+                at: 0,
+                len: reth.len as usize,
+            }
         });
     }
     let Some(msg) = w.msg.as_mut() else {
@@ -460,21 +448,7 @@ fn read(
 ) -> core::result::Result<u32, Nak> {
     let reth = pkt.headers.reth.ok_or(Nak::InvalidRequest)?;
     let len = reth.len as usize;
-    let source = if len == 0 {
-        None
-    } else {
-        let _responder = resp::lock(qp, access::REMOTE_READ).map_err(|r| match r {
-            Response::Nak(nak) => nak,
-            _ => Nak::InvalidRequest,
-        })?;
-        let at = Remote {
-            va: reth.va,
-            rkey: reth.rkey,
-        };
-        let span =
-            resp::resolve_remote(dev, qp, at, access::REMOTE_READ, len).ok_or(Nak::RemoteAccess)?;
-        Some(resp::one_span(span).map_err(|_| Nak::RemoteOperational)?)
-    };
+    let source = reth_memory(dev, qp, &reth, access::REMOTE_READ)?;
     send_read_responses(
         dev,
         ends,
@@ -484,6 +458,32 @@ fn read(
         pmtu,
         msn,
     )
+}
+
+/// The memory an RDMA WRITE or READ names in its RETH, checked for rights `need` (the QP's
+/// access flags, the key's rights and range); `None` for a zero-length one, which names none.
+fn reth_memory(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    reth: &Reth,
+    need: u32,
+) -> core::result::Result<Option<Segments>, Nak> {
+    let len = reth.len as usize;
+    if len == 0 {
+        return Ok(None);
+    }
+    let _responder = resp::lock(qp, need).map_err(|r| match r {
+        Response::Nak(nak) => nak,
+        _ => Nak::InvalidRequest,
+    })?;
+    let at = Remote {
+        va: reth.va,
+        rkey: reth.rkey,
+    };
+    let span = resp::resolve_remote(dev, qp, at, need, len).ok_or(Nak::RemoteAccess)?;
+    Ok(Some(
+        resp::one_span(span).map_err(|_| Nak::RemoteOperational)?,
+    ))
 }
 
 /// Sends the READ response packets for `len` bytes of `source` from PSN `psn` on.
@@ -497,9 +497,6 @@ fn send_read_responses(
     msn: u32,
 ) -> core::result::Result<u32, Nak> {
     let packets = len.div_ceil(pmtu).max(1);
-    let mut buf = KVec::new();
-    buf.extend_with(len.min(pmtu), 0, GFP_KERNEL)
-        .map_err(|_| Nak::RemoteOperational)?;
     for i in 0..packets {
         let at = i * pmtu;
         let n = (len - at.min(len)).min(pmtu);
@@ -509,9 +506,6 @@ fn send_read_responses(
             (p, i) if i == p - 1 => Operation::ReadResponseLast,
             _ => Operation::ReadResponseMiddle,
         };
-        if let Some(src) = source {
-            src.read(at, &mut buf[..n]).map_err(|_| Nak::RemoteAccess)?;
-        }
         let Some(opcode) = Opcode::new(Service::Rc, op) else {
             return Err(Nak::RemoteOperational);
         };
@@ -524,7 +518,15 @@ fn send_read_responses(
             }),
             ..Headers::default()
         };
-        let _ = transmit(dev, ends, &headers, &buf[..n]);
+        // The data goes from the responder's memory straight into the packet.
+        let mut unreadable = false;
+        let _ = transmit_with(dev, ends, &headers, n, |out| match source {
+            Some(src) => src.read(at, out).inspect_err(|_| unreadable = true),
+            None => Ok(()),
+        });
+        if unreadable {
+            return Err(Nak::RemoteAccess);
+        }
     }
     Ok(packets as u32)
 }
