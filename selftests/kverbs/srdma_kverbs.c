@@ -361,6 +361,8 @@ struct polled {
 	struct ib_qp *a, *b;
 	struct ib_sge ssge, rsge;
 	atomic_t sends, recvs, errors;
+	/* The first failure, so that the result says what went wrong. */
+	int first_status, first_opcode;
 	bool draining;
 	struct completion done;
 	u8 *sbuf, *rbuf;
@@ -383,6 +385,15 @@ static int polled_post_recv(struct polled *p)
 	return ib_post_recv(p->b, &wr, &bad);
 }
 
+static void polled_failed(struct polled *p, struct ib_wc *wc)
+{
+	if (atomic_inc_return(&p->errors) == 1) {
+		p->first_status = wc->status;
+		p->first_opcode = wc->opcode;
+	}
+	complete(&p->done);
+}
+
 static void polled_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct polled *p = container_of(wc->wr_cqe, struct polled, send_cqe);
@@ -390,8 +401,7 @@ static void polled_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (READ_ONCE(p->draining))
 		return;
 	if (wc->status != IB_WC_SUCCESS) {
-		atomic_inc(&p->errors);
-		complete(&p->done);
+		polled_failed(p, wc);
 		return;
 	}
 	if (atomic_inc_return(&p->sends) < POLLED_MSGS && polled_post_send(p))
@@ -405,8 +415,7 @@ static void polled_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (READ_ONCE(p->draining))
 		return;
 	if (wc->status != IB_WC_SUCCESS || wc->byte_len != POLLED_LEN) {
-		atomic_inc(&p->errors);
-		complete(&p->done);
+		polled_failed(p, wc);
 		return;
 	}
 	if (atomic_inc_return(&p->recvs) == POLLED_MSGS)
@@ -457,8 +466,10 @@ static noinline_for_stack void polled(struct ib_device *ibdev, struct ib_pd *pd,
 		wait_for_completion_timeout(&p->done, 20 * HZ);
 	CHECK(!ret && atomic_read(&p->recvs) == POLLED_MSGS && !atomic_read(&p->errors),
 	      "%s: %d messages, each send and receive posted from the completion handler "
-	      "(%d sent, %d received, %d errors)", name, POLLED_MSGS, atomic_read(&p->sends),
-	      atomic_read(&p->recvs), atomic_read(&p->errors));
+	      "(%d sent, %d received, %d errors; the first: %s on opcode %d)", name, POLLED_MSGS,
+	      atomic_read(&p->sends), atomic_read(&p->recvs), atomic_read(&p->errors),
+	      atomic_read(&p->errors) ? ib_wc_status_msg(p->first_status) : "none",
+	      p->first_opcode);
 	CHECK(!memcmp(p->sbuf, p->rbuf, POLLED_LEN), "%s: the bytes arrived intact", name);
 	WRITE_ONCE(p->draining, true);
 	ib_drain_qp(p->a);
