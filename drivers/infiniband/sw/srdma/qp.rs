@@ -373,8 +373,11 @@ impl SrdmaQp {
             return Err(EOPNOTSUPP);
         }
         let shared = &qp.shared;
-        // Lock order: SQ, RQ, attributes (the data path takes them in this order too).
+        // Lock order: SQ, the wire's requester and responder, RQ, attributes (the data path
+        // takes them in this order too).
         let mut sq_ci = shared.sq_ci.lock();
+        let mut wire_req = shared.wire_req.lock();
+        let mut wire = shared.wire.lock();
         let mut rq_ci = shared.rq_ci.lock();
         let mut cur = shared.attr.lock();
         let cur_state = cur.qp_state;
@@ -467,7 +470,24 @@ impl SrdmaQp {
             crate::comp::flush(shared, true, &mut sq_ci);
             crate::comp::flush(shared, false, &mut rq_ci);
         }
+        match next {
+            // Flushed: what the wire holds lets go of the WQEs' memory, and a message under
+            // way is not finished.
+            QpState::Err => {
+                wire_req.clear(*sq_ci);
+                wire.reset();
+            }
+            // A new QP: its PSNs, MSN and saved atomics start afresh, so that a packet of the
+            // QP's last connection is not answered as a duplicate of this one.
+            QpState::Reset => {
+                *wire_req = WireReq::new();
+                *wire = WireResp::new();
+            }
+            _ => {}
+        }
         drop(rq_ci);
+        drop(wire);
+        drop(wire_req);
         drop(sq_ci);
         if next == QpState::Rts && cur_state != QpState::Rts && shared.ctx_db.is_some() {
             // Doorbell mode "poll": the device's poller watches the QP from now on.

@@ -241,6 +241,16 @@ impl WireReq {
             && self.inflight.iter().all(|f| f.status == WcStatus::Success)
     }
 
+    /// Where the responder's answers have got to: WQEs in flight, the last PSN acknowledged,
+    /// and the next READ response the oldest WQE waits for.
+    fn progress(&self) -> (usize, Option<u32>, Option<u32>) {
+        (
+            self.inflight.len(),
+            self.acked,
+            self.inflight.first().map(|f| f.next_psn),
+        )
+    }
+
     /// Drops what is in flight (the QP is in the error state: the SQ is flushed from `ci`).
     pub(crate) fn clear(&mut self, ci: u32) {
         self.inflight.clear();
@@ -300,17 +310,22 @@ fn send_packets(
         } => (Some(data), *imm, *invalidate, None),
         Outgoing::Write { data, to, imm } => (Some(data), *imm, None, Some(*to)),
         Outgoing::Read { from: at, sink } => {
+            // Asked again, a READ asks for what is still missing: the responses from PSN
+            // `from` on, which answer for the bytes from its place in the message.
+            let offset = ((from.wrapping_sub(f.first_psn) & PSN_MASK) as usize)
+                .saturating_mul(pmtu)
+                .min(sink.len());
             let headers = Headers {
                 bth: ack_req(Bth::new(
                     op(service, Operation::ReadRequest)?,
                     ends.dest_qpn,
-                    f.first_psn,
+                    from,
                     0,
                 )),
                 reth: Some(Reth {
-                    va: at.va,
+                    va: at.va.wrapping_add(offset as u64),
                     rkey: at.rkey,
-                    len: sink.len() as u32,
+                    len: (sink.len() - offset) as u32,
                 }),
                 ..Headers::default()
             };
@@ -563,10 +578,11 @@ pub(crate) fn response(
         Some(f) if !psn_before(psn, f.first_psn) => {}
         _ => return Ok(()),
     }
-    let before = (wr.inflight.len(), wr.acked);
+    let before = wr.progress();
     let failed = complete(dev, q, &attr, &mut ci, &mut wr, pkt, now);
-    if (wr.inflight.len(), wr.acked) != before {
-        // Progress: the timer starts again, with all its retries.
+    if wr.progress() != before {
+        // Progress (a long READ's responses included): the timer starts again, with all its
+        // retries.
         wr.retries = Some(attr.retry_cnt);
         wr.deadline = timeout_ns(&attr).map(|t| now + t);
     }
@@ -737,9 +753,13 @@ fn resend(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireR
         if psn_before(f.last_psn(), from) {
             continue;
         }
-        // A READ is asked again whole: its responses come again from the first.
-        let start = if f.acked_by_ack() { from } else { f.first_psn };
-        f.next_psn = f.first_psn;
+        // A READ is asked again from the first response it misses (its responses arrive in
+        // order), an atomic whole.
+        let start = match f.out {
+            Some(Outgoing::Read { .. }) => f.next_psn,
+            _ if f.acked_by_ack() => from,
+            _ => f.first_psn,
+        };
         let solicited = f.wqe.solicited;
         let _ = send_packets(dev, q, &ends, f, start, pmtu, solicited);
     }

@@ -84,7 +84,7 @@ impl WireResp {
 }
 
 impl WireResp {
-    /// Forgets the message under way (the QP is destroyed).
+    /// Forgets the message under way (the QP failed or is destroyed).
     pub(crate) fn reset(&mut self) {
         self.msg = None;
     }
