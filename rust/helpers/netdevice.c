@@ -51,3 +51,9 @@ struct net_device *rust_helper_ip_dev_find(struct net *net, __be32 addr)
 {
 	return ip_dev_find(net, addr);
 }
+
+/* The bitfield is out of bindgen's reach. */
+bool rust_helper_netdev_is_registered(const struct net_device *dev)
+{
+	return dev->reg_state == NETREG_REGISTERED;
+}

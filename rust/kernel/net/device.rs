@@ -5,9 +5,9 @@
 //! C header: [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h).
 
 use crate::{
-    bindings,
+    bindings, device,
     str::CStr,
-    types::{AlwaysRefCounted, Opaque},
+    types::{ARef, AlwaysRefCounted, Opaque},
 };
 use core::ptr::NonNull;
 
@@ -174,6 +174,25 @@ impl Device {
     pub fn is_vlan(&self) -> bool {
         // SAFETY: The device is valid (type invariant); the helper only tests a flag.
         unsafe { bindings::is_vlan_dev(self.as_raw()) }
+    }
+
+    /// Returns the device this network device sits under (the PCI or virtio device of a
+    /// NIC), with a reference, or `None` for a virtual device or one being unregistered.
+    pub fn parent(&self) -> Option<ARef<device::Device>> {
+        let dev = self.as_raw();
+        // SAFETY: The device is valid (type invariant). Under RTNL a device in the registered
+        // state is not being unregistered, and a registered device holds a reference to its
+        // parent (taken by `device_add`), so a non-null parent is a valid device.
+        unsafe {
+            bindings::rtnl_lock();
+            let parent = if bindings::netdev_is_registered(dev) {
+                NonNull::new((*dev).dev.parent).map(|p| device::Device::get_device(p.as_ptr()))
+            } else {
+                None
+            };
+            bindings::rtnl_unlock();
+            parent
+        }
     }
 
     /// Returns the 6-byte hardware address of an Ethernet device, or `None` for other

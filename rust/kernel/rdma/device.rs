@@ -6,7 +6,7 @@
 
 use super::driver::{Adapter, Driver};
 use crate::{
-    bindings,
+    bindings, device,
     error::to_result,
     net,
     prelude::*,
@@ -122,6 +122,7 @@ impl<T: Driver> Device<T> {
         Ok(Unregistered {
             // SAFETY: `ibdev` is not null (checked above).
             ptr: unsafe { NonNull::new_unchecked(this) },
+            parent: None,
         })
     }
 
@@ -281,6 +282,9 @@ impl<T: Driver> Deref for Device<T> {
 /// `ptr` is a valid [`Device<T>`] that is not registered and that only this value owns.
 pub struct Unregistered<T: Driver> {
     ptr: NonNull<Device<T>>,
+    /// The parent set by [`Unregistered::set_parent`], kept valid until registration takes a
+    /// reference of its own.
+    parent: Option<ARef<device::Device>>,
 }
 
 impl<T: Driver> Unregistered<T> {
@@ -327,6 +331,18 @@ impl<T: Driver> Unregistered<T> {
         to_result(unsafe { bindings::ib_device_set_netdev(self.raw(), ndev.as_raw(), port) })
     }
 
+    /// Places the device under `parent` in the device model (as a NIC's RDMA function sits
+    /// under its PCI device), so that `/sys/class/infiniband/NAME/device` leads to it and to
+    /// the network interfaces beside it. DMA is not affected.
+    pub fn set_parent(&mut self, parent: ARef<device::Device>) {
+        // SAFETY: We own the unregistered device (type invariant); `dev` is the member of the
+        // anonymous union that ib_core uses as the device's `struct device`. `parent` stays
+        // valid while it is stored (the `ARef` in `self.parent`), and registration takes its
+        // own reference.
+        unsafe { (*self.raw()).__bindgen_anon_1.dev.parent = parent.as_raw() };
+        self.parent = Some(parent);
+    }
+
     /// Registers the device with ib_core under `name` (a `%d` in it is replaced by a free
     /// number).
     ///
@@ -334,7 +350,9 @@ impl<T: Driver> Unregistered<T> {
     /// `rdma link delete`, [`DeviceRef::unregister_queued`] or [`DriverGuard`], and the driver
     /// reaches it again only through lookups such as [`Device::get_by_netdev`]. On failure the
     /// device is freed.
-    pub fn register(self, name: &CStr) -> Result {
+    pub fn register(mut self, name: &CStr) -> Result {
+        // Dropped once registration is over: `device_add` holds the parent from then on.
+        let _parent = self.parent.take();
         let this = ManuallyDrop::new(self);
         let ibdev = this.ptr.as_ptr().cast::<bindings::ib_device>();
         // SAFETY: The device is valid and unregistered; a null DMA device selects virtual DMA,

@@ -54,6 +54,11 @@ impl LinkOps for SrdmaLink {
         dev.set_node_guid(guid);
         dev.set_node_desc(c_str!("srdma"));
         dev.set_netdev(ndev, PORT)?;
+        // Under the NIC's device, as a hardware RDMA function sits under its PCI device:
+        // tools find the network interface through `/sys/class/infiniband/NAME/device/net/`.
+        if let Some(parent) = ndev.parent() {
+            dev.set_parent(parent);
+        }
         dev.register(name).inspect_err(|e| {
             pr_warn!("registering {} on {} failed: {:?}\n", name, ndev.name(), e);
         })
