@@ -14,7 +14,7 @@ if [ $# -gt 0 ]; then
 else
 	read -r -a tests <<<"$(sed -n 's/^TEST_PROGS *:\?= *//p' "$here/Makefile")"
 fi
-timeout=${SRDMA_TEST_TIMEOUT:-900}
+timeout=${SRDMA_TEST_TIMEOUT:-1800}
 
 echo "TAP version 13"
 echo "1..${#tests[@]}"

@@ -54,7 +54,7 @@ else
 fi
 
 echo "check: booting the VM and running the selftests (output in $out)"
-"$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-3000}" --append kunit.enable=1 \
+"$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-4200}" --append kunit.enable=1 \
 	-- "$top/selftests/run_tests.sh" "$out/selftests" ${SRDMA_CHECK_TESTS:-} 2>&1 | tee "$out/selftests.tap"
 vm_rc=${PIPESTATUS[0]}
 if [ "$vm_rc" -ne 0 ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Boot the kernel built by tools/kernel/build.sh in QEMU (virtme-ng, host root filesystem) and
 # run one command in it, or an interactive shell when no command is given.
-#   run.sh [--rwdir DIR]... [--append KERNEL_ARG]... [--timeout SECONDS] [--] [COMMAND...]
+#   run.sh [--rwdir DIR]... [--append KERNEL_ARG]... [--qemu-opts 'QEMU ARGS']...
+#          [--timeout SECONDS] [--] [COMMAND...]
 #   run.sh [OPTIONS] --shell 'SHELL COMMAND LINE'   (run whole by bash in the guest)
 # Exits with the command's status. The guest's kernel log is saved to $SRDMA_VM_LOG
 # (default: <build>/vm-dmesg.log) when the command ends.
@@ -25,6 +26,7 @@ while [ $# -gt 0 ]; do
 	--rwdir) rwdirs+=(--rwdir "$2"); shift 2 ;;
 	--append) rwdirs+=(--append "$2"); shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
+	--qemu-opts) rwdirs+=(--qemu-opts "$2"); shift 2 ;;
 	--shell) shell=$2; shift 2 ;;
 	--) shift; break ;;
 	*) break ;;
@@ -49,7 +51,9 @@ mkdir -p "$logdir"
 rm -f "$dmesg_log"
 # The guest mounts fresh tmpfs on /tmp and friends: share the checkout explicitly so that a
 # checkout anywhere (even under /tmp) is visible at the same path, writable for out/.
-args=(--run "$build" "${accel[@]}" --cpus 2 --memory "$memory" --rwdir "$top")
+# Two virtio-net NICs joined by a QEMU hub (udev may rename them): a wire between two RDMA devices
+# whose frames the virtio-net device reads from guest memory itself (srdma_wire_virtio.sh).
+args=(--run "$build" "${accel[@]}" --cpus 2 --memory "$memory" --network loop --rwdir "$top")
 case "$logdir/" in
 "$top"/*) ;;
 *) args+=(--rwdir "$logdir") ;;

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * srdma and another RoCEv2 device (rxe) on one wire, driven from one process: an RC QP on each,
+ * connected through the network, so that a test can steer both ends. Prints TAP.
+ *  - messages of 1 MiB and 8 MiB: SEND, RDMA WRITE and RDMA READ in both directions, random
+ *    bytes compared;
+ *  - a QP reused after RESET while its first connection still had a WQE in flight: the second
+ *    connection runs from a clean start, and nothing of the first comes back;
+ *  - a QP destroyed with 128 MiB of RDMA WRITEs queued and in flight: destroy returns, nothing
+ *    of the destroyed QP completes, and the devices go on talking.
+ *
+ *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX
+ */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "srdma_tap.h"
+
+#define BIG (8 << 20)
+/* Each end's buffer: what it sends or exposes, then where it receives (and a guard byte). */
+#define BUF (2 * BIG + 4096)
+/* A QP number the peer device does not have: its packets vanish there. */
+#define NO_QPN 0xfffff0
+/* Seconds a message may take: the debug and KASAN kernels are slow. */
+#define WAIT_S 240
+
+struct end {
+	const char *name;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	char *buf;
+	union ibv_gid gid;
+	int gidx;
+};
+
+static struct end ends[2];
+
+static int open_end(struct end *e, const char *name, int gidx)
+{
+	e->name = name;
+	e->gidx = gidx;
+	e->ctx = open_dev(name);
+	if (!e->ctx)
+		return -1;
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->cq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
+	e->buf = aligned_alloc(4096, BUF);
+	if (!e->pd || !e->cq || !e->buf || ibv_query_gid(e->ctx, 1, gidx, &e->gid))
+		return -1;
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						       IBV_ACCESS_REMOTE_READ);
+	return e->mr ? 0 : -1;
+}
+
+static struct ibv_qp *rc_qp(struct end *e)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 64, .max_recv_wr = 64,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+
+	return ibv_create_qp(e->pd, &ia);
+}
+
+/*
+ * Connects qp of end e to QP dest_qpn at peer's GID, receiving from rq_psn and sending from
+ * sq_psn; timeout is the local ACK timeout exponent.
+ */
+static int connect_qp(struct ibv_qp *qp, struct end *e, struct end *peer, uint32_t dest_qpn,
+		      uint32_t rq_psn, uint32_t sq_psn, uint8_t timeout)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_ACCESS_FLAGS))
+		return -1;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				  .dest_qp_num = dest_qpn, .rq_psn = rq_psn,
+				  .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
+				  .ah_attr = { .is_global = 1, .port_num = 1,
+					       .grh = { .dgid = peer->gid, .sgid_index = e->gidx,
+							.hop_limit = 64 } } };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				      IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = 7,
+				  .rnr_retry = 7, .sq_psn = sq_psn, .max_rd_atomic = 4 };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Polls e's CQ for the completion of wr_id, for up to secs seconds; every other completion
+ * seen on the way counts in *others. Returns 1 and the completion in *wc if it came.
+ */
+static int wait_wc(struct end *e, uint64_t wr_id, double secs, struct ibv_wc *wc, int *others)
+{
+	double end = now() + secs;
+
+	while (now() < end) {
+		int n = ibv_poll_cq(e->cq, 1, wc);
+
+		if (n < 0)
+			return 0;
+		if (n == 0) {
+			usleep(200);
+			continue;
+		}
+		if (wc->wr_id == wr_id)
+			return 1;
+		if (others)
+			(*others)++;
+	}
+	return 0;
+}
+
+static void fill(char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += sizeof(int)) {
+		int r = rand();
+
+		memcpy(p + i, &r, n - i < sizeof(r) ? n - i : sizeof(r));
+	}
+}
+
+static int post_recv(struct ibv_qp *qp, struct end *e, uint64_t wr_id, char *at, size_t len)
+{
+	struct ibv_sge s = { (uintptr_t)at, len, e->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post_send(struct ibv_qp *qp, struct end *e, enum ibv_wr_opcode op, uint64_t wr_id,
+		     char *at, size_t len, uint64_t raddr, uint32_t rkey, unsigned int flags)
+{
+	struct ibv_sge s = { (uintptr_t)at, len, e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1, .opcode = op,
+				  .send_flags = flags,
+				  .wr.rdma = { .remote_addr = raddr, .rkey = rkey } },
+			   *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/*
+ * One message of len bytes of opcode op from requester r (QP rq) to responder d (QP dq):
+ * SEND into a receive, WRITE into d's receive half, or READ of d's first half into r's
+ * receive half. The bytes are compared where they land.
+ */
+static void transfer(struct end *r, struct ibv_qp *rq, struct end *d, struct ibv_qp *dq,
+		     enum ibv_wr_opcode op, size_t len)
+{
+	const char *what = op == IBV_WR_SEND ? "SEND" : op == IBV_WR_RDMA_WRITE ? "WRITE" : "READ";
+	char *src = op == IBV_WR_RDMA_READ ? d->buf : r->buf;
+	char *dst = op == IBV_WR_RDMA_READ ? r->buf + BIG : d->buf + BIG;
+	struct ibv_wc swc = {}, rwc = {};
+	int ok, got_r = 1;
+	double t0 = now();
+
+	fill(src, len);
+	memset(dst, 0, len + 1);
+	ok = !(op == IBV_WR_SEND && post_recv(dq, d, 2, d->buf + BIG, len));
+	ok = ok && !post_send(rq, r, op, 1, op == IBV_WR_RDMA_READ ? r->buf + BIG : r->buf, len,
+			      (uintptr_t)(op == IBV_WR_RDMA_READ ? d->buf : d->buf + BIG),
+			      d->mr->rkey, IBV_SEND_SIGNALED);
+	ok = ok && wait_wc(r, 1, WAIT_S, &swc, NULL) && swc.status == IBV_WC_SUCCESS;
+	if (ok && op == IBV_WR_SEND)
+		ok = got_r = wait_wc(d, 2, WAIT_S, &rwc, NULL) && rwc.status == IBV_WC_SUCCESS &&
+			     rwc.byte_len == len;
+	ok = ok && !memcmp(src, dst, len) && dst[len] == 0;
+	result(ok, "%s of %zu KiB, %s -> %s: the bytes arrived intact (%.1f s)", what, len >> 10,
+	       op == IBV_WR_RDMA_READ ? d->name : r->name,
+	       op == IBV_WR_RDMA_READ ? r->name : d->name, now() - t0);
+	if (!ok)
+		printf("# requester status %s, receive %s (status %s, %u bytes)\n",
+		       ibv_wc_status_str(swc.status), got_r ? "seen" : "missing",
+		       ibv_wc_status_str(rwc.status), rwc.byte_len);
+}
+
+/* Messages of 1 MiB and 8 MiB each way, each opcode. */
+static void large(void)
+{
+	struct ibv_qp *s = rc_qp(&ends[0]), *p = rc_qp(&ends[1]);
+	enum ibv_wr_opcode ops[] = { IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ };
+	size_t lens[] = { 1 << 20, BIG };
+
+	if (!s || !p || connect_qp(s, &ends[0], &ends[1], p->qp_num, 100, 200, 14) ||
+	    connect_qp(p, &ends[1], &ends[0], s->qp_num, 200, 100, 14)) {
+		result(0, "large messages: an RC QP on each device, connected");
+		return;
+	}
+	for (unsigned int l = 0; l < 2; l++)
+		for (unsigned int o = 0; o < 3; o++) {
+			transfer(&ends[0], s, &ends[1], p, ops[o], lens[l]);
+			transfer(&ends[1], p, &ends[0], s, ops[o], lens[l]);
+		}
+	ibv_destroy_qp(s);
+	ibv_destroy_qp(p);
+}
+
+/*
+ * An srdma QP sends to a QP number the peer does not have (the packets vanish, the WQE stays
+ * in flight), is reset, and is connected again to a real QP of the peer with other PSNs: the
+ * new SEND arrives, completes under its own wr_id, and the first WQE never completes.
+ */
+static void reuse_after_reset(void)
+{
+	struct end *s = &ends[0], *p = &ends[1];
+	struct ibv_qp *sq = rc_qp(s), *pq = rc_qp(p);
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+	int others = 0, ok;
+
+	/* timeout 18: about a second before the first retransmission. */
+	if (!sq || !pq || connect_qp(sq, s, p, NO_QPN, 0, 0x123456, 18)) {
+		result(0, "reset: an srdma QP connected to a QP number nobody has");
+		return;
+	}
+	fill(s->buf, 4096);
+	ok = !post_send(sq, s, IBV_WR_SEND, 10, s->buf, 4096, 0, 0, IBV_SEND_SIGNALED);
+	usleep(200 * 1000);
+	ok = ok && !ibv_modify_qp(sq, &reset, IBV_QP_STATE);
+	result(ok, "reset: a QP with a SEND in flight to nowhere moves to RESET");
+	ok = !connect_qp(sq, s, p, pq->qp_num, 0x777, 0x10, 14) &&
+	     !connect_qp(pq, p, s, sq->qp_num, 0x10, 0x777, 14);
+	result(ok, "reset: the same QP connected again, to a real peer QP, other PSNs");
+	if (!ok)
+		return;
+	fill(s->buf, 3000);
+	memset(p->buf + BIG, 0, 3001);
+	ok = !post_recv(pq, p, 21, p->buf + BIG, 4096) &&
+	     !post_send(sq, s, IBV_WR_SEND, 11, s->buf, 3000, 0, 0, IBV_SEND_SIGNALED);
+	ok = ok && wait_wc(s, 11, 30, &wc, &others) && wc.status == IBV_WC_SUCCESS;
+	result(ok, "reset: the second connection's SEND completes (status %s)",
+	       ok ? "success" : ibv_wc_status_str(wc.status));
+	ok = wait_wc(p, 21, 30, &wc, NULL) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
+	     !memcmp(s->buf, p->buf + BIG, 3000) && p->buf[BIG + 3000] == 0;
+	result(ok, "reset: the peer received exactly the second SEND's bytes");
+	/* Past the first connection's retransmission timeout: nothing of it may appear. */
+	sleep(2);
+	while (ibv_poll_cq(s->cq, 1, &wc) > 0)
+		others++;
+	result(others == 0, "reset: the WQE of the first connection never completed (%d seen)",
+	       others);
+	ibv_destroy_qp(sq);
+	ibv_destroy_qp(pq);
+}
+
+/*
+ * An srdma QP destroyed with 128 MiB of RDMA WRITEs queued and in flight (only the last one
+ * signaled, so that no completion can be due before the destroy): destroy returns, nothing of
+ * the QP completes afterwards, and the peer's device still talks to a new srdma QP.
+ */
+static void destroy_in_flight(void)
+{
+	struct end *s = &ends[0], *p = &ends[1];
+	struct ibv_qp *sq = rc_qp(s), *pq = rc_qp(p);
+	struct ibv_wc wc;
+	int ok = 1, n = 0;
+
+	if (!sq || !pq || connect_qp(sq, s, p, pq->qp_num, 1, 2, 14) ||
+	    connect_qp(pq, p, s, sq->qp_num, 2, 1, 14)) {
+		result(0, "destroy: an RC QP on each device, connected");
+		return;
+	}
+	for (int i = 0; i < 16 && ok; i++)
+		ok = !post_send(sq, s, IBV_WR_RDMA_WRITE, 30 + i, s->buf, BIG,
+				(uintptr_t)p->buf + BIG, p->mr->rkey, i == 15 ? IBV_SEND_SIGNALED : 0);
+	usleep(50 * 1000);
+	ok = ok && !ibv_destroy_qp(sq);
+	result(ok, "destroy: an srdma QP with 128 MiB of WRITEs in flight is destroyed");
+	usleep(500 * 1000);
+	while (ibv_poll_cq(s->cq, 1, &wc) > 0)
+		n++;
+	result(n == 0, "destroy: no completion of the destroyed QP appears (%d)", n);
+	ibv_destroy_qp(pq);
+	sq = rc_qp(s);
+	pq = rc_qp(p);
+	if (!sq || !pq || connect_qp(sq, s, p, pq->qp_num, 5, 6, 14) ||
+	    connect_qp(pq, p, s, sq->qp_num, 6, 5, 14)) {
+		result(0, "destroy: a new pair connected afterwards");
+		return;
+	}
+	transfer(s, sq, p, pq, IBV_WR_RDMA_WRITE, 1 << 20);
+	ibv_destroy_qp(sq);
+	ibv_destroy_qp(pq);
+}
+
+int main(int argc, char **argv)
+{
+	printf("TAP version 13\n");
+	if (argc != 5) {
+		printf("Bail out! usage: srdma_wire SRDMA_DEV GID_INDEX PEER_DEV GID_INDEX\n");
+		return 1;
+	}
+	srand(7);
+	if (open_end(&ends[0], argv[1], atoi(argv[2])) ||
+	    open_end(&ends[1], argv[3], atoi(argv[4]))) {
+		printf("Bail out! cannot open %s and %s\n", argv[1], argv[3]);
+		return 1;
+	}
+	large();
+	reuse_after_reset();
+	destroy_in_flight();
+	printf("1..%d\n", test_num);
+	return failures ? 1 : 0;
+}
