@@ -10,13 +10,14 @@ OUT ?= $(CURDIR)/out
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel provider ktest vm demo check fresh bench lint fmt install clean help
+.PHONY: all setup kernel provider ktest vm demo check check-2vm fresh bench lint fmt install clean help
 all: kernel provider
 
 help:
 	@echo "make demo    build everything, boot the VM, create srdma0 and show it"
 	@echo "make check   build everything and run all tests (ends with 'N passed, N failed')"
 	@echo "make fresh   make demo, then make check, from an empty cache (SRDMA_CACHE=\$$(mktemp -d))"
+	@echo "make check-2vm  srdma in one VM, rxe in another, over a QEMU dgram link (opt-in, slow)"
 	@echo "make bench   perftest on srdma, rxe and siw in the VM: bench/results.md, bench/plot.svg"
 	@echo "             (BENCH_QUICK=1: a few minutes, results in out/bench only)"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
@@ -54,6 +55,11 @@ ktest: kernel
 
 check: kernel provider ktest
 	@tools/check.sh "$(OUT)/check"
+
+# Opt-in: srdma in one guest and rxe (SRDMA_2VM_PEER=srdma: srdma) in another, joined by a
+# QEMU dgram netdev (tools/vm/two.sh).
+check-2vm: kernel provider
+	@tools/vm/two.sh "$(OUT)/check-2vm"
 
 # The README's promise from nothing: both commands in a throwaway cache (tools/fresh.sh).
 fresh:

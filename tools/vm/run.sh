@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
 	--rwdir) rwdirs+=(--rwdir "$2"); shift 2 ;;
 	--append) rwdirs+=(--append "$2"); shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
-	--qemu-opts) rwdirs+=(--qemu-opts "$2"); shift 2 ;;
+	--qemu-opts) rwdirs+=("--qemu-opts=$2"); shift 2 ;;
 	--shell) shell=$2; shift 2 ;;
 	--) shift; break ;;
 	*) break ;;
