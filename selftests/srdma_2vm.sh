@@ -69,7 +69,7 @@ exchange() {
 	if [ "$rc" = 0 ]; then
 		ok "$name ($([ "$side" = "$server" ] && echo server || echo client) here)"
 	else
-		fail "$name" "exit $rc: $(tail -5 "$out")"
+		fail "$name" "exit $rc: $(tail -n 25 "$out")" "$(grep -H . /sys/class/infiniband/$dev/ports/1/hw_counters/* 2>/dev/null | grep -v ":0$" | sed "s|.*/||")"
 	fi
 	rm -f "$out"
 }
