@@ -178,6 +178,8 @@ impl Device {
 
     /// Returns the device this network device sits under (the PCI or virtio device of a
     /// NIC), with a reference, or `None` for a virtual device or one being unregistered.
+    ///
+    /// Takes RTNL: call it from process context, never with RTNL held (a netdev notifier).
     pub fn parent(&self) -> Option<ARef<device::Device>> {
         let dev = self.as_raw();
         // SAFETY: The device is valid (type invariant). Under RTNL a device in the registered
