@@ -193,7 +193,8 @@ rdma_devs() {
 KMEMLEAK=/sys/kernel/debug/kmemleak
 kmemleak_available() {
 	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug 2>/dev/null
-	[ -w "$KMEMLEAK" ]
+	# The file is there even when kmemleak=off; any command but "clear" then fails.
+	[ -w "$KMEMLEAK" ] && echo stack=on 2>/dev/null > "$KMEMLEAK"
 }
 kmemleak_clear() {
 	echo scan > "$KMEMLEAK"

@@ -55,6 +55,7 @@ fi
 
 echo "check: booting the VM and running the selftests (output in $out)"
 "$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-4200}" --append kunit.enable=1 \
+	${SRDMA_VM_APPEND:+--append "$SRDMA_VM_APPEND"} \
 	-- "$top/selftests/run_tests.sh" "$out/selftests" ${SRDMA_CHECK_TESTS:-} 2>&1 | tee "$out/selftests.tap"
 vm_rc=${PIPESTATUS[0]}
 if [ "$vm_rc" -ne 0 ]; then
