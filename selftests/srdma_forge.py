@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""A hostile RoCEv2 peer for one ibv_rc_pingpong client.
+"""A hostile RoCEv2 peer: for one ibv_rc_pingpong client, or for a QP whose memory it reads.
 
 It answers the client's TCP exchange as a server would (its own QPN and PSN, GID = SRC_IP),
 then fires forged RoCEv2 packets at the client's QP from a raw IP socket, and at the end sends
@@ -12,19 +12,32 @@ that a device that dropped every forged packet completes the client's one iterat
 MODE "drops" (the default) sends only packets a receiver must drop silently and prints how
 many of each kind it sent ("icrc N", ...). MODE "fatal" sends, at the expected PSN, an RDMA
 WRITE with a huge length and a bad rkey, which the QP must refuse with a NAK and fail on.
+
+    srdma_forge.py read SRC_IP DST_IP TARGET_COMMAND...
+
+runs TARGET_COMMAND (selftests/srdma_target.c, an RC QP exposing memory for READ), connects to
+it and asks for READs, honest and forged duplicates among them; prints one line per request
+("NAME PSN,PSN,..." : the PSNs of the READ responses that came back, "-" for none, and
+"bad_bytes NAME" where a response's bytes are not the memory's), then the target's last line.
 """
+import select
 import socket
 import struct
+import subprocess
 import sys
 import time
 import zlib
 
-PORT, SRC, DST, SIZE = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-COUNTERS = sys.argv[5]
-MODE = sys.argv[6] if len(sys.argv) > 6 else "drops"
+MODE = sys.argv[1] if sys.argv[1] == "read" else (sys.argv[6] if len(sys.argv) > 6 else "drops")
+if MODE == "read":
+    SRC, DST, TARGET = sys.argv[2], sys.argv[3], sys.argv[4:]
+else:
+    PORT, SRC, DST, SIZE = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+    COUNTERS = sys.argv[5]
 OUR_QPN, OUR_PSN = 0x123, 0x1000
 PKEY = 0xFFFF
-RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY = 0x11, 0x04, 0x0A
+RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY, RC_READ_REQUEST = 0x11, 0x04, 0x0A, 0x0C
+READ_RESPONSES = range(0x0D, 0x11)
 
 
 def exchange():
@@ -98,6 +111,65 @@ def sent_pkts():
         return int(f.read())
 
 
+def read_responses(rx, secs):
+    """The READ responses to OUR_QPN that arrive within secs: [(psn, payload)]."""
+    got = []
+    end = time.time() + secs
+    while time.time() < end:
+        if not select.select([rx], [], [], max(0, end - time.time()))[0]:
+            break
+        pkt = rx.recv(65536)
+        ihl = (pkt[0] & 0xF) * 4
+        if socket.inet_ntoa(pkt[12:16]) != DST or struct.unpack("!H", pkt[ihl + 2:ihl + 4])[0] != 4791:
+            continue
+        t = pkt[ihl + 8:]
+        opcode, flags, _pkey, qpn, psn = struct.unpack("!BBHII", t[:12])
+        if opcode not in READ_RESPONSES or qpn & 0xFFFFFF != OUR_QPN:
+            continue
+        hdr = 12 + (0 if opcode == 0x0E else 4)  # MIDDLE has no AETH
+        pad = (flags >> 4) & 3
+        got.append((psn & 0xFFFFFF, t[hdr:len(t) - 4 - pad]))
+    return got
+
+
+def read_main():
+    target = subprocess.Popen(TARGET, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    qpn, _psn, rkey, va = (int(x, 16) for x in target.stdout.readline().split())
+    gid = "00000000000000000000ffff" + socket.inet_aton(SRC).hex()
+    target.stdin.write("%x %x %s\n" % (OUR_QPN, OUR_PSN, gid))
+    target.stdin.flush()
+    if target.stdout.readline().strip() != "connected":
+        print("target did not connect", flush=True)
+        sys.exit(1)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    memory = bytes((i * 7) & 0xFF for i in range(65536))
+
+    def read(name, psn, offset, length, key=rkey, quiet=2.0):
+        reth = struct.pack("!QII", va + offset, key, length)
+        send(raw, bth(RC_READ_REQUEST, qpn, psn, 0) + reth)
+        got = read_responses(rx, quiet)
+        print(name, ",".join("%x" % p for p, _ in got) or "-", flush=True)
+        # Responses from PSN psn on carry the memory from offset on, a path MTU (1024) each.
+        for p, data in got:
+            at = offset + ((p - psn) & 0xFFFFFF) * 1024
+            if data != memory[at:at + len(data)]:
+                print("bad_bytes", name, flush=True)
+
+    p = OUR_PSN
+    read("read", p, 0, 4096)  # PSNs p .. p+3, the expected PSN is now p+4
+    read("replay_tail", p + 2, 2048, 2048)  # asked again: its last two responses
+    read("dup_longer", p, 0, 65536)  # the same PSN, but more than was read
+    read("dup_other_key", p + 1, 1024, 1024, key=rkey ^ 0x100)
+    read("dup_outside", p + 1, 8192, 1024)  # within the PSNs, outside the range read
+    read("dup_never", p - 3, 0, 1024)  # behind, but no READ had that PSN
+    read("next", p + 4, 0, 1024)
+    target.stdin.write("done\n")
+    target.stdin.flush()
+    out, _ = target.communicate(timeout=30)
+    print(out.strip().splitlines()[-1] if out.strip() else "target printed nothing", flush=True)
+
+
 def main():
     before = sent_pkts()
     conn, qpn, psn = exchange()
@@ -153,4 +225,7 @@ def main():
     conn.close()
 
 
-main()
+if MODE == "read":
+    read_main()
+else:
+    main()

@@ -11,7 +11,7 @@
 static int test_num, failures;
 
 /* Prints one TAP result line. */
-static void result(int ok, const char *fmt, ...)
+static inline void result(int ok, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -26,7 +26,7 @@ static void result(int ok, const char *fmt, ...)
 }
 
 /* Opens the RDMA device called name, or returns NULL. */
-static struct ibv_context *open_dev(const char *name)
+static inline struct ibv_context *open_dev(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;

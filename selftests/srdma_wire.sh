@@ -123,6 +123,28 @@ else
 		"client exit $rc_c: $(cat "$out_c")" "forger: $(cat "$out_f")"
 fi
 rm -f "$out_f" "$out_c"
+
+# Duplicate READs (srdma_forge.py read, against srdma_target.c): the responder answers a READ
+# again only within the PSNs, key and range of one it carried out, so that a small forged
+# packet cannot make it send more than it was once asked for.
+if prog srdma_target; then
+	dup0=$(counter duplicate_request)
+	out_f=$(mktemp)
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" read "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	answer() { awk -v k="$1" '$1 == k { print $2 }' "$out_f"; }
+	[ -n "$(answer read)" ] || diag "forger: $(cat "$out_f")"
+	check_eq "a READ of 4 KiB: four responses" 1000,1001,1002,1003 "$(answer read)"
+	check_eq "a duplicate READ of its last 2 KiB: answered again" 1002,1003 "$(answer replay_tail)"
+	for d in dup_longer dup_other_key dup_outside dup_never; do
+		check_eq "a forged duplicate READ ($d): not answered" - "$(answer $d)"
+	done
+	check_eq "a new READ after them: answered" 1004 "$(answer next)"
+	check "READ responses carry the memory's bytes" eval '! grep -q bad_bytes "$out_f"'
+	check_eq "the QP stays in RTS" "state 3" "$(tail -1 "$out_f")"
+	check_eq "duplicates counted" 5 $(($(counter duplicate_request) - dup0))
+	rm -f "$out_f"
+fi
 ip addr del "$FORGE_IP/24" dev "$R"
 
 # --- a lossy link (netem on both ends): RC completes with every byte checked, the counters

@@ -13,7 +13,10 @@ use crate::{
     rnr::RnrState,
     slotbufs::SlotBufs,
     table::Reservation,
-    transport::roce::{requester::WireReq, responder::WireResp},
+    transport::roce::{
+        requester::WireReq,
+        responder::{Resources, WireResp},
+    },
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -373,6 +376,12 @@ impl SrdmaQp {
             return Err(EOPNOTSUPP);
         }
         let shared = &qp.shared;
+        // Allocated before the locks: the responder resources for its READs and atomics.
+        let resources = if mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+            Some(Resources::new(attr.max_dest_rd_atomic)?)
+        } else {
+            None
+        };
         // Lock order: SQ, the wire's requester and responder, RQ, attributes (the data path
         // takes them in this order too).
         let mut sq_ci = shared.sq_ci.lock();
@@ -483,7 +492,11 @@ impl SrdmaQp {
                 *wire_req = WireReq::new();
                 *wire = WireResp::new();
             }
-            _ => {}
+            _ => {
+                if let Some(r) = resources {
+                    wire.set_resources(r);
+                }
+            }
         }
         drop(rq_ci);
         drop(wire);

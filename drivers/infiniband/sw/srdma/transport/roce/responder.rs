@@ -11,6 +11,11 @@
 //! saved result without executing them twice, RNR NAKs when no receive WQE is posted, and
 //! NAKs for invalid requests and access errors. UC answers nothing and drops a message with a
 //! gap.
+//!
+//! A duplicate READ or atomic is answered only from the responder resources (the last
+//! `max_dest_rd_atomic` READs and atomics carried out): a READ again only within the PSNs,
+//! key and range of the one it repeats, so that a small packet cannot make the responder send
+//! more than it was asked for once.
 
 use super::{transmit, transmit_with, Arrived, Dropped, Ends};
 use crate::{
@@ -24,6 +29,8 @@ use crate::{
 };
 use core::sync::atomic::Ordering;
 use kernel::{
+    alloc::{flags::GFP_KERNEL, KVec},
+    error::Result,
     rdma::{
         mr::access,
         qp::{QpAttr, QpState, QpType},
@@ -33,9 +40,57 @@ use kernel::{
     sync::Arc,
 };
 
-/// Atomic results kept for replay: rxe and mlx5 offer 16 responder resources for READs and
-/// atomics, and a duplicate can only be one of the last that many.
-const SAVED_ATOMICS: usize = 16;
+/// What the responder keeps of a READ or atomic it carried out, to answer its duplicates: a
+/// requester only repeats one that is still in flight, which is one of the last
+/// `max_dest_rd_atomic`.
+#[derive(Clone, Copy)]
+enum Resource {
+    /// A READ, answered with PSNs `first..=last`, of `len` bytes at `va` under `rkey`.
+    Read {
+        first: u32,
+        last: u32,
+        va: u64,
+        len: u32,
+        rkey: u32,
+    },
+    /// An atomic at `psn`, with the value it found.
+    Atomic { psn: u32, old: u64 },
+}
+
+/// The responder resources of a QP: a ring of the last READs and atomics.
+pub(crate) struct Resources {
+    ring: KVec<Option<Resource>>,
+    next: usize,
+}
+
+impl Resources {
+    /// Room for `n` READs and atomics (at least one).
+    pub(crate) fn new(n: u8) -> Result<Self> {
+        Ok(Self {
+            ring: KVec::from_elem(None, usize::from(n.max(1)), GFP_KERNEL)?,
+            next: 0,
+        })
+    }
+
+    const fn empty() -> Self {
+        Self {
+            ring: KVec::new(),
+            next: 0,
+        }
+    }
+
+    fn keep(&mut self, r: Resource) {
+        let n = self.ring.len();
+        if let Some(slot) = self.ring.get_mut(self.next) {
+            *slot = Some(r);
+            self.next = (self.next + 1) % n;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Resource> {
+        self.ring.iter().flatten()
+    }
+}
 
 /// The AETH syndrome of an ACK: no end-to-end credits (the responder does not count them).
 const SYNDROME_ACK: u8 = 0x1f;
@@ -66,9 +121,8 @@ pub(crate) struct WireResp {
     msn: u32,
     /// A PSN sequence error NAK went out for the expected PSN: the gap is not reported again.
     nak_sent: bool,
-    /// The PSNs and original values of the last atomics, for their duplicates.
-    atomics: [Option<(u32, u64)>; SAVED_ATOMICS],
-    next_atomic: usize,
+    /// The last READs and atomics, for their duplicates.
+    resources: Resources,
 }
 
 impl WireResp {
@@ -77,9 +131,13 @@ impl WireResp {
             msg: None,
             msn: 0,
             nak_sent: false,
-            atomics: [None; SAVED_ATOMICS],
-            next_atomic: 0,
+            resources: Resources::empty(),
         }
+    }
+
+    /// Takes `r` as the responder resources (the QP's `max_dest_rd_atomic` changed).
+    pub(crate) fn set_resources(&mut self, r: Resources) {
+        self.resources = r;
     }
 }
 
@@ -240,7 +298,17 @@ pub(crate) fn request(
     let pmtu = mtu_bytes(attr.path_mtu);
     let outcome = match op {
         Operation::ReadRequest if rc => {
-            read(dev, qp, &ends, pkt, pmtu, w.msn.wrapping_add(1) & PSN_MASK)
+            read(dev, qp, &ends, pkt, pmtu, w.msn.wrapping_add(1) & PSN_MASK).inspect(|&n| {
+                if let Some(reth) = h.reth {
+                    w.resources.keep(Resource::Read {
+                        first: psn,
+                        last: psn.wrapping_add(n - 1) & PSN_MASK,
+                        va: reth.va,
+                        len: reth.len,
+                        rkey: reth.rkey,
+                    });
+                }
+            })
         }
         Operation::CompareSwap | Operation::FetchAdd if rc => atomic(dev, qp, &ends, &mut w, pkt),
         _ => match place(op) {
@@ -558,8 +626,10 @@ fn atomic(
         Response::Nak(nak) => return Err(nak),
         _ => return Err(Nak::InvalidRequest),
     };
-    w.atomics[w.next_atomic] = Some((h.bth.psn, old));
-    w.next_atomic = (w.next_atomic + 1) % SAVED_ATOMICS;
+    w.resources.keep(Resource::Atomic {
+        psn: h.bth.psn,
+        old,
+    });
     let aeth = Aeth {
         syndrome: SYNDROME_ACK,
         msn: w.msn.wrapping_add(1) & PSN_MASK,
@@ -576,7 +646,8 @@ fn atomic(
 }
 
 /// A request the QP has carried out already (its PSN is behind the expected one): answered
-/// again, never executed again, except READs, whose data is read again.
+/// again, never executed again, except READs, whose data is read again. A READ or atomic that
+/// matches no responder resource is dropped, as rxe does.
 fn duplicate(
     dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
@@ -589,10 +660,19 @@ fn duplicate(
     let psn = h.bth.psn;
     match h.bth.opcode.operation() {
         Operation::ReadRequest => {
-            let _ = read(dev, qp, ends, pkt, mtu_bytes(attr.path_mtu), w.msn);
+            let Some(reth) = h.reth else {
+                return;
+            };
+            if w.resources.iter().any(|r| repeats(r, psn, &reth)) {
+                let _ = read(dev, qp, ends, pkt, mtu_bytes(attr.path_mtu), w.msn);
+            }
         }
         Operation::CompareSwap | Operation::FetchAdd => {
-            if let Some((_, old)) = w.atomics.iter().flatten().find(|(p, _)| *p == psn) {
+            let old = w.resources.iter().find_map(|r| match *r {
+                Resource::Atomic { psn: p, old } if p == psn => Some(old),
+                _ => None,
+            });
+            if let Some(old) = old {
                 let aeth = Aeth {
                     syndrome: SYNDROME_ACK,
                     msn: w.msn,
@@ -603,7 +683,7 @@ fn duplicate(
                     Operation::AtomicAcknowledge,
                     psn,
                     aeth,
-                    Some(*old),
+                    Some(old),
                 );
             }
         }
@@ -614,4 +694,24 @@ fn duplicate(
         }
         _ => {}
     }
+}
+
+/// Whether a READ request at `psn` for `reth` asks again for (part of) READ resource `r`: a PSN
+/// among its responses, the same key, and a range within its range.
+fn repeats(r: &Resource, psn: u32, reth: &Reth) -> bool {
+    let Resource::Read {
+        first,
+        last,
+        va,
+        len,
+        rkey,
+    } = *r
+    else {
+        return false;
+    };
+    let within_psns = (psn.wrapping_sub(first) & PSN_MASK) <= (last.wrapping_sub(first) & PSN_MASK);
+    let end = |va: u64, len: u32| va.checked_add(u64::from(len));
+    let within_range = reth.va >= va
+        && matches!((end(reth.va, reth.len), end(va, len)), (Some(e), Some(oe)) if e <= oe);
+    within_psns && reth.rkey == rkey && within_range
 }

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * An RC QP whose memory a forged peer reads (srdma_forge.py, mode "read"). The QP exposes
+ * SIZE bytes, byte i being (i * 7) & 0xff, for RDMA READ; path MTU 1024, max_dest_rd_atomic 4.
+ *
+ * Prints "QPN PSN RKEY VA" (hex) on one line, reads the peer's "QPN PSN GID" (hex, the GID as
+ * 32 digits), connects to it, then waits for a line (or the end of input) and prints the QP's
+ * state as "state N" (IBV_QPS_*), so that the peer sees whether what it sent failed the QP.
+ *
+ *   srdma_target DEV GID_INDEX
+ */
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srdma_tap.h"
+
+#define SIZE 65536
+
+static int die(const char *what)
+{
+	fprintf(stderr, "srdma_target: %s failed\n", what);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+	char line[128], gid_hex[33];
+	unsigned int qpn, psn;
+	union ibv_gid gid;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	unsigned char *buf;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: srdma_target DEV GID_INDEX\n");
+		return 2;
+	}
+	ctx = open_dev(argv[1]);
+	if (!ctx)
+		return die("opening the device");
+	pd = ibv_alloc_pd(ctx);
+	ia.send_cq = ia.recv_cq = pd ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
+	buf = aligned_alloc(4096, SIZE);
+	if (!ia.send_cq || !buf)
+		return die("creating the PD, CQ and buffer");
+	for (int i = 0; i < SIZE; i++)
+		buf[i] = i * 7;
+	mr = ibv_reg_mr(pd, buf, SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	qp = mr ? ibv_create_qp(pd, &ia) : NULL;
+	if (!qp)
+		return die("registering the memory and creating the QP");
+	printf("%x %x %x %llx\n", qp->qp_num, 0, mr->rkey, (unsigned long long)(uintptr_t)buf);
+	fflush(stdout);
+
+	if (!fgets(line, sizeof(line), stdin) || sscanf(line, "%x %x %32s", &qpn, &psn, gid_hex) != 3)
+		return die("reading the peer");
+	for (int i = 0; i < 16; i++) {
+		unsigned int byte;
+
+		if (sscanf(gid_hex + 2 * i, "%2x", &byte) != 1)
+			return die("reading the peer's GID");
+		gid.raw[i] = byte;
+	}
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_ACCESS_FLAGS))
+		return die("INIT");
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				  .dest_qp_num = qpn, .rq_psn = psn, .max_dest_rd_atomic = 4,
+				  .min_rnr_timer = 1,
+				  .ah_attr = { .is_global = 1, .port_num = 1,
+					       .grh = { .dgid = gid, .sgid_index = atoi(argv[2]),
+							.hop_limit = 64 } } };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				      IBV_QP_MIN_RNR_TIMER))
+		return die("RTR");
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+				  .rnr_retry = 7, .max_rd_atomic = 1 };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		return die("RTS");
+	printf("connected\n");
+	fflush(stdout);
+
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = 0;
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return die("query");
+	printf("state %d\n", a.qp_state);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(ia.send_cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	free(buf);
+	return 0;
+}
