@@ -5,12 +5,14 @@ SHELL := /bin/bash
 export SRDMA_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/srdma
 export SRDMA_BUILD ?= $(SRDMA_CACHE)/build
 export SRDMA_TOOLS ?= $(SRDMA_CACHE)/tools
+# The bench kernel: production-like (tools/kernel/bench.config), in its own build directory.
+export SRDMA_BENCH_BUILD ?= $(SRDMA_CACHE)/build-bench
 OUT ?= $(CURDIR)/out
 
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel provider ktest vm demo check check-2vm fresh bench lint fmt install clean help
+.PHONY: all setup kernel bench-kernel provider ktest vm demo check check-2vm fresh bench lint fmt install clean help
 all: kernel provider
 
 help:
@@ -21,6 +23,7 @@ help:
 	@echo "make bench   perftest on srdma, rxe and siw in the VM: bench/results.md, bench/plot.svg"
 	@echo "             (BENCH_QUICK=1: a few minutes, results in out/bench only)"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
+	@echo "make bench-kernel  build the bench kernel (no debug options) in \$$SRDMA_BENCH_BUILD"
 	@echo "make provider  build the rdma-core provider (libsrdma-rdmav34.so)"
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
 	@echo "make install install the provider system-wide (libibverbs' directory, /etc/libibverbs.d)"
@@ -32,6 +35,10 @@ setup:
 
 kernel: setup
 	@tools/kernel/build.sh
+
+bench-kernel: setup
+	@SRDMA_BUILD="$(SRDMA_BENCH_BUILD)" SRDMA_KCONFIG_EXTRA=tools/kernel/bench.config \
+		tools/kernel/build.sh
 
 provider: setup
 	@cd tools/provider && CARGO_TARGET_DIR="$(SRDMA_CACHE)/provider-target" \
@@ -65,8 +72,8 @@ check-2vm: kernel provider
 fresh:
 	@tools/fresh.sh
 
-# Benchmarks (bench/README.md): one VM boot, raw logs in out/bench.
-bench: kernel provider
+# Benchmarks (bench/README.md): one boot of the bench kernel, raw logs in out/bench.
+bench: bench-kernel provider
 	@tools/bench/bench.sh "$(OUT)/bench"
 
 install: provider

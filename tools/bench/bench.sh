@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# `make bench`: perftest on srdma, rxe and siw plus the machine's limits, in one VM boot, then
-# the tables and the plot.
+# `make bench`: perftest on srdma, rxe and siw plus the machine's limits, in one boot of the bench
+# kernel (tools/kernel/bench.config, built by `make bench-kernel` in $SRDMA_BENCH_BUILD), then the
+# tables and the plot.
 #   bench.sh [OUTDIR]      (default: out/bench of the checkout)
 # BENCH_QUICK=1 runs the smoke subset (a few minutes) and leaves bench/ alone; a full run
 # writes bench/results.md and bench/plot.svg (BENCH_REPORT=DIR: there instead). Raw logs stay
@@ -16,12 +17,24 @@ rm -rf "$out"
 mkdir -p "$out/bin"
 export SRDMA_VM_LOG=$out/dmesg.log
 
+# The kernel the figures come from, and its config beside them.
+cache=${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}
+export SRDMA_BUILD=${SRDMA_BENCH_BUILD:-$cache/build-bench}
+[ -f "$SRDMA_BUILD/.config" ] || { echo "bench: no kernel in $SRDMA_BUILD: run 'make bench-kernel'" >&2; exit 2; }
+cp "$SRDMA_BUILD/.config" "$out/kernel.config"
+if grep -Eq '^CONFIG_(DEBUG_KMEMLEAK|PROVE_LOCKING|KASAN|UBSAN)=y' "$out/kernel.config"; then
+	kind=debug
+else
+	kind=bench
+fi
+
 # The root filesystem is the host's: what builds here runs in the VM.
 cc -O2 -Wall -pthread -o "$out/bin/limits" "$top/tools/bench/limits.c"
 cc -O2 -Wall -o "$out/bin/inline" "$top/tools/bench/inline.c" -libverbs
 
 # The guest does not inherit this environment: the settings go on its command line.
-settings=(BENCH_QUICK="$quick")
+settings=(BENCH_QUICK="$quick" BENCH_KERNEL_KIND="$kind"
+	BENCH_CONFIG_SHA="$(sha256sum < "$out/kernel.config" | cut -c1-16)")
 for var in BENCH_VARIANTS BENCH_TESTS BENCH_SIZES BENCH_RUNS; do
 	[ -z "${!var:-}" ] || settings+=("$var=${!var}")
 done

@@ -2,14 +2,21 @@
 /*
  * The limits a software RDMA device on this machine cannot beat, measured the way perftest
  * reports its figures so that the two can be divided:
- *   memcpy bandwidth for each message size (MB/s as perftest counts it: 2^20 bytes per second),
+ *   copy bandwidth for each message size (MB/s as perftest counts it: 2^20 bytes per second):
+ *   glibc's memcpy, a plain word-by-word copy (glibc picks a routine by CPU feature, and the
+ *   one it picks can be pathological under emulation), and the kernel's own copy between two
+ *   user buffers (process_vm_writev into this process: what a kernel-side copy can do);
  *   the round trip of one cache line between two threads on two CPUs (a shared-memory
- *   ping-pong: the cheapest possible "message" between two cores).
+ *   ping-pong: the cheapest possible "message" between two cores);
+ *   a null system call (the least a doorbell that enters the kernel costs).
  *
  *   limits [-q] SIZE...
  * Prints one line per figure:
  *   memcpy SIZE MBPS
+ *   copy SIZE MBPS
+ *   kcopy SIZE MBPS
  *   pingpong RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
+ *   syscall TYPICAL_US
  * -q measures for less time (the quick run).
  */
 #define _GNU_SOURCE
@@ -20,7 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 static double min_secs = 0.3;
 
@@ -32,12 +42,52 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+enum copier { GLIBC, WORDS, KERNEL };
+
+/* A copy the compiler must not turn back into a call of memcpy. */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+static void copy_words(char *dst, const char *src, size_t size)
+{
+	uint64_t *d = (uint64_t *)dst;
+	const uint64_t *s = (const uint64_t *)src;
+	size_t n = size / 8;
+
+	for (size_t i = 0; i + 4 <= n; i += 4) {
+		d[i] = s[i];
+		d[i + 1] = s[i + 1];
+		d[i + 2] = s[i + 2];
+		d[i + 3] = s[i + 3];
+	}
+	for (size_t i = n & ~(size_t)3; i < n; i++)
+		d[i] = s[i];
+	for (size_t i = n * 8; i < size; i++)
+		dst[i] = src[i];
+}
+
+static void copy(enum copier how, char *dst, char *src, size_t size)
+{
+	struct iovec local = { src, size }, remote = { dst, size };
+
+	switch (how) {
+	case GLIBC:
+		memcpy(dst, src, size);
+		break;
+	case WORDS:
+		copy_words(dst, src, size);
+		break;
+	case KERNEL:
+		if (process_vm_writev(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)size)
+			abort();
+		break;
+	}
+}
+
 /*
  * Copies SIZE bytes between two buffers until min_secs passed. The buffers rotate through a
  * working set of at least 8 MiB so that large sizes are not served from the cache only, as
  * an RDMA device copying between registered buffers would not be either.
  */
-static double memcpy_mbps(size_t size)
+static double copy_mbps(enum copier how, size_t size)
 {
 	size_t nbuf = size >= (8 << 20) ? 1 : (8 << 20) / size;
 	char *src, *dst;
@@ -57,7 +107,7 @@ static double memcpy_mbps(size_t size)
 		for (int i = 0; i < 64; i++, n++) {
 			size_t k = n % nbuf;
 
-			memcpy(dst + k * size, src + k * size, size);
+			copy(how, dst + k * size, src + k * size, size);
 			/* Keeps the compiler from dropping or merging the copies. */
 			__asm__ volatile("" : : "r"(dst) : "memory");
 		}
@@ -128,6 +178,22 @@ static void pingpong(void)
 	free(rtt);
 }
 
+/* The typical time of a system call that does nothing (getppid), in batches of 1000. */
+static void null_syscall(void)
+{
+	double batch[101];
+
+	for (int b = 0; b < 101; b++) {
+		double t0 = now();
+
+		for (int i = 0; i < 1000; i++)
+			syscall(SYS_getppid);
+		batch[b] = (now() - t0) * 1e6 / 1000;
+	}
+	qsort(batch, 101, sizeof(batch[0]), cmp_double);
+	printf("syscall %.3f\n", batch[50]);
+}
+
 int main(int argc, char **argv)
 {
 	int first = 1;
@@ -142,9 +208,13 @@ int main(int argc, char **argv)
 	for (int i = first; i < argc; i++) {
 		size_t size = strtoul(argv[i], NULL, 0);
 
-		if (size)
-			printf("memcpy %zu %.2f\n", size, memcpy_mbps(size));
+		if (!size)
+			continue;
+		printf("memcpy %zu %.2f\n", size, copy_mbps(GLIBC, size));
+		printf("copy %zu %.2f\n", size, copy_mbps(WORDS, size));
+		printf("kcopy %zu %.2f\n", size, copy_mbps(KERNEL, size));
 	}
 	pingpong();
+	null_syscall();
 	return 0;
 }

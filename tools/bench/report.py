@@ -11,6 +11,7 @@ SVG written by hand, so `make bench` needs nothing beyond Debian's python3.
 
 import math
 import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -18,7 +19,11 @@ from collections import defaultdict
 LAT_TESTS = ["ib_send_lat", "ib_write_lat", "ib_read_lat"]
 BW_TESTS = ["ib_send_bw", "ib_write_bw", "ib_read_bw"]
 # Fields of perftest's result lines (split on whitespace).
-LAT_FIELDS = {"typical": 4, "avg": 5, "p99": 7, "p999": 8}
+LAT_FIELDS = {"iters": 1, "typical": 4, "avg": 5, "p99": 7, "p999": 8}
+# The samples a percentile needs beyond it to mean something: 10.
+MIN_ITERS = {"p99": 1000, "p999": 10000}
+# hw_counters that say something went wrong or was retried (the ones shown next to a figure).
+TROUBLE = re.compile(r"err|retr|rnr|drop|timeout|dup|seq|out_of|icrc|malformed|overflow")
 BW_FIELDS = {"bw": 3, "mpps": 4}
 COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
@@ -77,9 +82,10 @@ class Data:
         self.tests = []
         self.sizes = set()
         self.inline_probe = {}
+        self.trouble = []
         with open(os.path.join(out, "runs.tsv")) as f:
             for line in f:
-                v, test, mode, size, _run, status, log = line.rstrip("\n").split("\t")
+                v, test, mode, size, run, status, log = line.rstrip("\n").split("\t")
                 if v not in self.variants:
                     self.variants.append(v)
                 if test == "inline-probe":
@@ -95,10 +101,26 @@ class Data:
                     self.notes[key].append(status if status != "ok" else "no result line")
                     continue
                 fields = LAT_FIELDS if test.endswith("_lat") else BW_FIELDS
-                self.runs[key].append({k: float(w[i]) for k, i in fields.items()})
+                fig = {k: float(w[i]) for k, i in fields.items()}
+                for k, need in MIN_ITERS.items():
+                    if k in fig and fig["iters"] < need:
+                        del fig[k]
+                self.runs[key].append(fig)
+                self._counters(key, run, os.path.join(out, log).replace(".log", ".counters"))
         self.sizes = sorted(self.sizes)
         self.limits = self._limits()
         self.crossover = self._crossover()
+
+    def _counters(self, key, run, path):
+        """Keeps the trouble counters that moved during one run."""
+        try:
+            with open(path) as f:
+                moved = [line.split() for line in f]
+        except OSError:
+            return
+        moved = [m for m in moved if len(m) == 3 and TROUBLE.search(m[1]) and m[2] != "0"]
+        if moved:
+            self.trouble.append((key, run, moved))
 
     def _runs_of(self, prefix):
         raw = os.path.join(self.out, "raw")
@@ -107,20 +129,23 @@ class Data:
         )
 
     def _limits(self):
-        memcpy, pingpong = defaultdict(list), []
+        copies = {k: defaultdict(list) for k in ("memcpy", "copy", "kcopy")}
+        pingpong, syscall = [], []
         for path in self._runs_of("limits-r"):
             with open(path) as f:
                 for line in f:
                     w = line.split()
-                    if w[:1] == ["memcpy"] and len(w) == 3:
-                        memcpy[int(w[1])].append(float(w[2]))
+                    if w[:1] and w[0] in copies and len(w) == 3:
+                        copies[w[0]][int(w[1])].append(float(w[2]))
                     elif w[:1] == ["pingpong"] and len(w) == 5:
                         pingpong.append(float(w[1]))
-        return {
-            "memcpy": {s: statistics.median(v) for s, v in memcpy.items()},
-            "rtt": statistics.median(pingpong) if pingpong else None,
-            "rtt_spread": (min(pingpong), max(pingpong)) if pingpong else None,
-        }
+                    elif w[:1] == ["syscall"] and len(w) == 2:
+                        syscall.append(float(w[1]))
+        lim = {k: {s: statistics.median(v) for s, v in c.items()} for k, c in copies.items()}
+        lim["rtt"] = statistics.median(pingpong) if pingpong else None
+        lim["rtt_spread"] = (min(pingpong), max(pingpong)) if pingpong else None
+        lim["syscall"] = statistics.median(syscall) if syscall else None
+        return lim
 
     def _crossover(self):
         """variant -> {"max_inline": n, (kind, mode, size): [figures...], "skip": [...]}."""
@@ -153,7 +178,7 @@ class Data:
 
     def fig(self, v, test, size, field, mode="sge"):
         """Median of one figure over the runs, and its (min, max)."""
-        vals = [r[field] for r in self.runs.get((v, test, mode, size), [])]
+        vals = [r[field] for r in self.runs.get((v, test, mode, size), []) if field in r]
         if not vals:
             return None, None
         return statistics.median(vals), (min(vals), max(vals))
@@ -163,16 +188,18 @@ class Data:
         return notes[0] if notes else "not run"
 
     def limit(self, test, size):
-        """The same figure for plain memory: copy bandwidth, or the ping-pong latency plus
-        the copy time (a read's latency is a full round trip in perftest, the others half)."""
-        bw = self.limits["memcpy"].get(size)
+        """The floor for a device that copies in the kernel: the kernel's copy bandwidth; for
+        latency one system call (the doorbell), one cache-line transfer between the vCPUs (the
+        peer seeing the completion: half the ping-pong's round trip, a whole one for
+        ib_read_lat, which perftest reports as a round trip) and the copy."""
+        bw = self.limits["kcopy"].get(size) or self.limits["memcpy"].get(size)
         if test.endswith("_bw"):
             return bw
-        rtt = self.limits["rtt"]
+        rtt, sc = self.limits["rtt"], self.limits["syscall"] or 0
         if rtt is None or not bw:
             return None
         copy_us = size / (bw * 0x100000) * 1e6
-        return (rtt if test == "ib_read_lat" else rtt / 2) + copy_us
+        return sc + (rtt if test == "ib_read_lat" else rtt / 2) + copy_us
 
 
 def srdma_variants(d):
@@ -197,6 +224,13 @@ def write_markdown(d, path):
     L = []
     L.append("# srdma benchmark results")
     L.append("")
+    if env.get("kernel_kind") != "bench":
+        L.append(
+            f"**Not for comparison: these figures come from a {env.get('kernel_kind', 'unknown')} "
+            "kernel** (debug options tax each device differently); `make bench` boots the bench "
+            "kernel."
+        )
+        L.append("")
     L.append(
         f"Generated by `make bench` ({'BENCH_QUICK=1, smoke subset' if env.get('quick') == '1' else 'full run'}) "
         f"on {env.get('date', '?')}: kernel {env.get('kernel', '?')}, {env.get('cpus', '?')} vCPUs under QEMU TCG, "
@@ -205,6 +239,41 @@ def write_markdown(d, path):
         "(min–max over the runs in parentheses). Server and client are two devices of the same kind "
         "on one veth pair in one VM; siw connects through rdma_cm (`-R`), rxe and srdma through "
         "perftest's TCP exchange with the RoCEv2 IPv4 GID (`-x`)."
+    )
+    L.append("")
+    L.append(
+        f"Kernel: {env.get('kernel_kind', '?')} kernel (config sha256 "
+        f"{env.get('config_sha256', '?')}, debug options: {env.get('debug', '?').strip()}); "
+        f"command line `{env.get('cmdline', '?')}`; {env.get('pinning', 'no pinning')}."
+    )
+    L.append("")
+    L.append("### How to read this")
+    L.append("")
+    L.append(
+        "- Every device ran in the same boot, its runs interleaved with the others' (for each "
+        "run, test and size, every device in turn), after a warm-up; client and server pinned "
+        "to different vCPUs. Host noise falls on all alike, so the ratios are the result; the "
+        "absolute figures are those of an emulated CPU."
+    )
+    L.append(
+        "- Like for like: `srdma-wire` and `rxe` both carry every message as RoCEv2 packets "
+        "through the kernel's IP stack (srdma-wire between two namespaces over a veth, rxe "
+        "between two addresses of one namespace). `srdma` (two devices of one namespace) takes "
+        "the loopback transport, a page-to-page copy with no packets: it is the figure for "
+        "processes of one host, not a protocol comparison. siw is iWARP over TCP."
+    )
+    L.append(
+        "- The limit is the floor for any device that copies in the kernel: the kernel's own "
+        "copy (process_vm_writev) for bandwidth; for latency one system call (the doorbell), "
+        "one cache-line transfer between the vCPUs and the copy."
+    )
+    L.append(
+        "- Percentiles rest on at least 10 samples beyond them or are left out (—): 99.9 % "
+        "needs 10000 iterations, 99 % 1000."
+    )
+    L.append(
+        "- Counters: the hw_counters that report errors, retries or drops and moved during a "
+        "run are listed at the end; a figure with a retry storm behind it says so there."
     )
     L.append("")
     L.append(
@@ -259,7 +328,7 @@ def write_markdown(d, path):
     L.append("")
 
     # One table per test: every size and device, the fields of its kind.
-    lat_headers = ["typical µs", "average µs", "99% µs", "99.9% µs"]
+    lat_headers = ["iterations", "typical µs", "average µs", "99% µs", "99.9% µs"]
     bw_headers = ["BW average MB/s", "message rate Mpps"]
     tables = [(t, LAT_FIELDS, lat_headers) for t in LAT_TESTS]
     tables += [(t, BW_FIELDS, bw_headers) for t in BW_TESTS]
@@ -274,7 +343,12 @@ def write_markdown(d, path):
                 if not d.runs.get((v, test, "sge", size)):
                     row += [f"n/a ({d.why(v, test, size)})"] + [""] * (len(headers) - 1)
                 else:
-                    row += [cell(*d.fig(v, test, size, f)) for f in fields]
+                    for f in fields:
+                        if f == "iters":
+                            row.append(f"{d.fig(v, test, size, f)[0]:.0f}")
+                            continue
+                        val = d.fig(v, test, size, f)
+                        row.append("—" if val[0] is None and f in MIN_ITERS else cell(*val))
                 L.append("| " + " | ".join(row) + " |")
         L.append("")
 
@@ -331,11 +405,35 @@ def write_markdown(d, path):
     L.append("")
     rtt, spread = d.limits["rtt"], d.limits["rtt_spread"]
     L.append(f"Cache-line ping-pong between the two vCPUs: round trip {cell(rtt, spread) if rtt else 'n/a'} µs (typical).")
+    sc = d.limits["syscall"]
+    L.append(f"A null system call (getppid): {fmt(sc) if sc else 'n/a'} µs (typical).")
     L.append("")
-    L.append("| Size | memcpy MB/s |")
-    L.append("|---|---|")
-    for size, bw in sorted(d.limits["memcpy"].items()):
-        L.append(f"| {size_name(size)} | {fmt(bw)} |")
+    L.append(
+        "Copies of the size between buffers of an 8 MiB working set: glibc's memcpy (the routine "
+        "glibc picks for the CPU, which under emulation can be much slower at some sizes), a "
+        "plain 8-byte-word copy, and the kernel's copy between two user buffers "
+        "(process_vm_writev, which also pins the pages each call: the limit column uses it)."
+    )
+    L.append("")
+    L.append("| Size | memcpy MB/s | word copy MB/s | kernel copy MB/s |")
+    L.append("|---|---|---|---|")
+    for size in sorted(d.limits["memcpy"]):
+        L.append(
+            f"| {size_name(size)} | {fmt(d.limits['memcpy'].get(size))} | "
+            f"{fmt(d.limits['copy'].get(size))} | {fmt(d.limits['kcopy'].get(size))} |"
+        )
+    L.append("")
+
+    L.append("## Counters of trouble")
+    L.append("")
+    if d.trouble:
+        L.append("hw_counters whose names say error, retry, drop or sequence and that moved during a run:")
+        L.append("")
+        for (v, test, mode, size), run, moved in d.trouble:
+            what = ", ".join(f"{dev} {name} +{n}" for dev, name, n in moved)
+            L.append(f"- {v} {test} {mode} {size_name(size)} run {run}: {what}")
+    else:
+        L.append("None moved: no error, retry, drop or sequence counter changed during any run.")
     L.append("")
 
     failed = [(k, n) for k, n in d.notes.items() if not n[0].startswith("n/a")]

@@ -22,7 +22,11 @@ patches=$top/tools/kernel/patches
 # their own SRDMA_BUILD: e.g. tools/kernel/kasan.config).
 mkdir -p "$cache" "$build"
 fragment=$build/.srdma-fragment.want
-cat "$top/tools/kernel/srdma.config" ${SRDMA_KCONFIG_EXTRA:+"$SRDMA_KCONFIG_EXTRA"} > "$fragment"
+# One line per symbol, the last one said (the extra fragment overrides srdma.config).
+cat "$top/tools/kernel/srdma.config" ${SRDMA_KCONFIG_EXTRA:+"$SRDMA_KCONFIG_EXTRA"} |
+	sed -n 's/^\(# \)\?\(CONFIG_[A-Za-z0-9_]*\)\([= ].*\)$/\2 &/p' |
+	awk '{ sym = $1; sub(/^[^ ]* /, ""); if (!(sym in line)) order[n++] = sym; line[sym] = $0 }
+		END { for (i = 0; i < n; i++) print line[order[i]] }' > "$fragment"
 
 # 1. Unpack Debian's source once.
 if [ ! -f "$src/.srdma-unpacked" ]; then
@@ -80,8 +84,11 @@ if ! cmp -s "$fragment" "$build/.srdma-fragment"; then
 	"${kmake[@]}" -s olddefconfig >/dev/null
 	missing=0
 	while IFS= read -r line; do
-		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
-		grep -qx "$line" "$build/.config" || { echo "kernel: config did not take: $line" >&2; missing=1; }
+		case "$line" in
+		CONFIG_*=*) grep -qx "$line" "$build/.config" ;;
+		"# CONFIG_"*" is not set") sym=${line#"# "}; ! grep -q "^${sym%% *}=" "$build/.config" ;;
+		*) true ;;
+		esac || { echo "kernel: config did not take: $line" >&2; missing=1; }
 	done < "$fragment"
 	if [ "$missing" -ne 0 ]; then
 		if ! grep -qx CONFIG_RUST=y "$build/.config"; then
