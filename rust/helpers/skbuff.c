@@ -46,3 +46,9 @@ void rust_helper_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
 {
 	skb_dst_set(skb, dst);
 }
+
+/* consume_skb() is a function only with CONFIG_TRACEPOINTS, an inline otherwise. */
+void rust_helper_skb_consume(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}

@@ -227,7 +227,7 @@ impl SkBuff {
 impl Drop for SkBuff {
     fn drop(&mut self) {
         // SAFETY: We hold the buffer's reference (type invariant).
-        unsafe { bindings::consume_skb(self.ptr.as_ptr()) };
+        unsafe { bindings::skb_consume(self.ptr.as_ptr()) };
     }
 }
 
