@@ -237,8 +237,8 @@ def write_markdown(d, path):
         f"perftest {env.get('perftest', '?')}, sizes {env.get('sizes', '?')} B, "
         f"median of {env.get('runs', '?')} run(s) per figure "
         "(min–max over the runs in parentheses). Server and client are two devices of the same kind "
-        "on one veth pair in one VM; siw connects through rdma_cm (`-R`), rxe and srdma through "
-        "perftest's TCP exchange with the RoCEv2 IPv4 GID (`-x`)."
+        "in one VM, joined by a veth pair; siw connects through rdma_cm (`-R`), rxe and srdma "
+        "through perftest's TCP exchange with the RoCEv2 IPv4 GID (`-x`)."
     )
     L.append("")
     L.append(
@@ -277,11 +277,7 @@ def write_markdown(d, path):
     )
     L.append("")
     L.append(
-        "Only ratios mean anything: absolute figures are those of an emulated CPU shared with "
-        "other work. Latency ratios below 1× and bandwidth ratios above 1× favour srdma. "
-        "The limit is plain memory in the same VM: memcpy bandwidth for the size, and for "
-        "latency the shared-memory ping-pong between the two vCPUs (half the round trip; the "
-        "whole one for ib_read_lat, which perftest reports as a round trip) plus the copy time."
+        "Latency ratios below 1× and bandwidth ratios above 1× favour srdma."
     )
     L.append("")
     by_status = defaultdict(list)
