@@ -69,7 +69,7 @@ wait_listen() {
 		if [ "$PT_FLAGS" = -R ]; then
 			rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:$1\b" && return 0
 		else
-			[ -n "$(ip netns exec "${SRV_NS:-/proc/1/ns/net}" ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+			[ -n "$(${SRV_NS:+ip netns exec "$SRV_NS"} ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
 		fi
 		sleep 0.1
 	done
