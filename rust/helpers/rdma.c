@@ -4,6 +4,7 @@
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/vmalloc.h>
+#include <net/netlink.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -97,4 +98,20 @@ void rust_helper_memcpy_from_page(char *to, struct page *page, size_t offset, si
 void rust_helper_memcpy_to_page(struct page *page, size_t offset, const char *from, size_t len)
 {
 	memcpy_to_page(page, offset, from, len);
+}
+
+/* Opens the table of driver attributes of a resource in a netlink answer (rdma res -dd). */
+struct nlattr *rust_helper_rdma_nest_start_driver(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void rust_helper_nla_nest_end(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_end(msg, start);
+}
+
+void rust_helper_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start)
+{
+	nla_nest_cancel(msg, start);
 }

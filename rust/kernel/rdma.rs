@@ -24,6 +24,7 @@ mod object;
 pub mod pages;
 pub mod pd;
 pub mod qp;
+pub mod restrack;
 pub mod roce;
 pub mod srq;
 pub mod stats;

@@ -14,6 +14,7 @@ use super::{
     mw::{Mw, MwType},
     pd::Pd,
     qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+    restrack::DriverAttrs,
     srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
     stats::{self, Desc, Scope},
     ucontext::{Ucontext, User},
@@ -187,6 +188,21 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Returns the attributes of a QP (`query_qp`) with the capacities and signalling it was
     /// created with.
     fn query_qp(_qp: &Qp<Self>, _mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's details of a QP to `rdma resource show qp -dd` (`fill_res_qp_entry`).
+    fn fill_res_qp(_qp: &Qp<Self>, _attrs: &mut DriverAttrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's details of a CQ to `rdma resource show cq -dd` (`fill_res_cq_entry`).
+    fn fill_res_cq(_cq: &Cq<Self>, _attrs: &mut DriverAttrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Adds the driver's details of an MR to `rdma resource show mr -dd` (`fill_res_mr_entry`).
+    fn fill_res_mr(_mr: &Mr<Self>, _attrs: &mut DriverAttrs<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -455,6 +471,21 @@ impl<T: Driver> Adapter<T> {
         },
         query_qp: if T::HAS_QUERY_QP {
             Some(Self::query_qp)
+        } else {
+            None
+        },
+        fill_res_qp_entry: if T::HAS_FILL_RES_QP {
+            Some(Self::fill_res_qp_entry)
+        } else {
+            None
+        },
+        fill_res_cq_entry: if T::HAS_FILL_RES_CQ {
+            Some(Self::fill_res_cq_entry)
+        } else {
+            None
+        },
+        fill_res_mr_entry: if T::HAS_FILL_RES_MR {
+            Some(Self::fill_res_mr_entry)
         } else {
             None
         },

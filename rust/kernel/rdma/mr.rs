@@ -100,6 +100,11 @@ impl Umem {
         self.len
     }
 
+    /// The number of pages pinned.
+    pub fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
     /// Returns whether the umem is empty (never true: `ib_umem_get` refuses empty ranges).
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -99,7 +99,31 @@ pub(crate) struct CqShared {
     overran: AtomicBool,
 }
 
+/// What `rdma resource show cq -dd` shows of a CQ.
+pub(crate) struct CqShown {
+    pub(crate) depth: u32,
+    pub(crate) producer: u32,
+    pub(crate) consumer: u32,
+    pub(crate) arm: u32,
+    pub(crate) overran: bool,
+}
+
 impl CqShared {
+    /// The CQ's ring as it stands, for `rdma resource show cq -dd`.
+    pub(crate) fn show(&self) -> Result<CqShown> {
+        let (depth, producer) = {
+            let ring = self.ring.lock();
+            (ring.cqe_cnt, ring.producer)
+        };
+        Ok(CqShown {
+            depth,
+            producer,
+            consumer: self.db.load(DB_CQ_CI)?,
+            arm: self.db.load(DB_CQ_ARM)?,
+            overran: self.overran.load(Ordering::Relaxed),
+        })
+    }
+
     /// Writes `cqe` as the next CQE: the body first, then the owner word with release
     /// ordering, so a consumer that sees the new phase sees the whole CQE. Raises the
     /// completion event if the CQ is armed for it (`solicited`: the message asked for one).

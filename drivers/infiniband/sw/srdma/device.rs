@@ -38,6 +38,7 @@ use kernel::{
         mw::MwType,
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+        restrack::DriverAttrs,
         srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
         stats::{Desc, Scope},
         uapi::{SRDMA_ABI_VERSION, SRDMA_DB_MODE_KICK, SRDMA_DB_MODE_POLL},
@@ -422,6 +423,18 @@ impl rdma::Driver for SrdmaDevice {
 
     fn query_qp(qp: &Qp<Self>, mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
         SrdmaQp::query(qp, mask)
+    }
+
+    fn fill_res_qp(qp: &Qp<Self>, attrs: &mut DriverAttrs<'_>) -> Result {
+        crate::res::qp(qp, attrs)
+    }
+
+    fn fill_res_cq(cq: &Cq<Self>, attrs: &mut DriverAttrs<'_>) -> Result {
+        crate::res::cq(cq, attrs)
+    }
+
+    fn fill_res_mr(mr: &Mr<Self>, attrs: &mut DriverAttrs<'_>) -> Result {
+        crate::res::mr(mr, attrs)
     }
 
     fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr> {

@@ -309,6 +309,11 @@ pub(crate) struct SrdmaMr {
 }
 
 impl SrdmaMr {
+    /// What the data path and `rdma resource show mr -dd` see of the MR.
+    pub(crate) fn shared(&self) -> &MrShared {
+        &self.shared
+    }
+
     /// Refuses deregistration while windows are bound to the MR, as verbs requires; once it
     /// allows it, no bind can take the MR any more.
     pub(crate) fn may_dereg(&self) -> Result {

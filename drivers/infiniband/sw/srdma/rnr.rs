@@ -80,6 +80,13 @@ impl RnrState {
     }
 
     /// The head WQE went through (or the queue was reset): the next refusal starts afresh.
+    /// The retries left for the WQE at the head (`None`: it was never refused) and how long
+    /// it still waits (ns), for `rdma resource show qp -dd`.
+    pub(crate) fn show(&self, now: i64) -> (Option<u8>, i64) {
+        let left = Some(self.left.load(Ordering::Relaxed)).filter(|&l| l != FRESH);
+        (left, (self.until.load(Ordering::Relaxed) - now).max(0))
+    }
+
     pub(crate) fn reset(&self) {
         self.left.store(FRESH, Ordering::Relaxed);
         self.until.store(0, Ordering::Relaxed);

@@ -29,6 +29,7 @@ mod pd;
 mod poller;
 mod qp;
 mod req;
+mod res;
 mod resp;
 mod rnr;
 mod slotbufs;
