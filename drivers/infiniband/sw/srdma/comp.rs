@@ -111,7 +111,7 @@ pub(crate) fn respond(
         }
         (QpType::Rc, Response::Nak(Nak::Rnr(timer))) => {
             q.counters.send.inc(Counter::RcvdRnrErr);
-            match q.rnr.refused(now, attr.rnr_retry, timer) {
+            match q.rnr.refused(q.qpn, now, attr.rnr_retry, timer) {
                 Verdict::RetryAt(at) => {
                     // Go back to the refused request: it is sent again under its own PSN.
                     q.sq_psn.store(psn, Ordering::Relaxed);

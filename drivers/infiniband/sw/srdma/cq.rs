@@ -7,6 +7,7 @@ use crate::{
     doorbell::DbRecord,
     limits::{Charge, Kind},
     params::MAX_CQE,
+    trace,
     wc::flags as ibv,
 };
 use core::sync::atomic::{fence, AtomicBool, Ordering};
@@ -151,6 +152,7 @@ impl CqShared {
             }
             ring.mem.store_u32(idx * CQE_SIZE + OWNER_OFFSET, phase)?;
             ring.producer = ring.producer.wrapping_add(1);
+            trace::srdma_cqe(self.cq_id, cqe.qp_num, cqe.opcode, cqe.status, cqe.byte_len);
             // Pairs with the consumer's barrier between arming and polling again: either it
             // sees this CQE, or this sees its arm word.
             fence(Ordering::SeqCst);

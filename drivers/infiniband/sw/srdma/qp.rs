@@ -13,6 +13,7 @@ use crate::{
     rnr::RnrState,
     slotbufs::SlotBufs,
     table::Reservation,
+    trace,
     transport::roce::{
         requester::WireReq,
         responder::{Resources, WireResp},
@@ -143,6 +144,7 @@ impl QpShared {
 
     /// Sets the state in `attr` (the locked attributes) and its lock-free copy.
     fn set_state(&self, attr: &mut QpAttr, state: QpState) {
+        trace::srdma_qp_state(self.qpn, attr.qp_state as u32, state as u32);
         attr.qp_state = state;
         attr.cur_qp_state = state;
         self.state.store(state as u32, Ordering::Release);

@@ -17,6 +17,7 @@ use crate::{
     mw,
     payload::Segments,
     qp::{QpShared, DB_SQ_PI},
+    trace,
     transport::{
         self,
         roce::requester::{self, Outgoing, WireReq},
@@ -87,6 +88,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
     // WQEs in flight on the wire are behind the consumer index; the queue goes on after them.
     let start = wr.next(*ci);
     let pending = if failed { 0 } else { pi.wrapping_sub(start) };
+    trace::srdma_doorbell(q.qpn, *ci, pi);
     q.counters.send.doorbell(pending);
     for n in 0..pending {
         if n == SQ_BUDGET && !failed {
@@ -154,6 +156,7 @@ fn carry_out(
     wqe: &SendWqe,
     now: i64,
 ) -> Judged {
+    wqe.trace(q);
     let Some(opcode) = wqe.opcode else {
         q.counters.send.inc(Counter::RingErrors);
         return Judged::Done(WcStatus::LocQpOpErr);

@@ -8,6 +8,7 @@
 //! `RNR_RETRY_EXC_ERR`. srdma does the same: the send queue stops at the WQE, and the device's
 //! worker processes it again when the time is up.
 
+use crate::trace;
 use core::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 
 /// `rnr_retry` value that retries without end.
@@ -58,9 +59,9 @@ impl RnrState {
         self.until.load(Ordering::Relaxed) > now
     }
 
-    /// Records a refusal at `now` of a QP with `rnr_retry` retries whose responder asked for
-    /// `timer_code`.
-    pub(crate) fn refused(&self, now: i64, rnr_retry: u8, timer_code: u8) -> Verdict {
+    /// Records a refusal at `now` of QP `qpn` with `rnr_retry` retries whose responder asked
+    /// for `timer_code`.
+    pub(crate) fn refused(&self, qpn: u32, now: i64, rnr_retry: u8, timer_code: u8) -> Verdict {
         let left = match self.left.load(Ordering::Relaxed) {
             FRESH => rnr_retry,
             left => left,
@@ -74,7 +75,9 @@ impl RnrState {
         } else {
             self.left.store(INFINITE, Ordering::Relaxed);
         }
-        let at = now.saturating_add(timer_ns(timer_code));
+        let wait = timer_ns(timer_code);
+        trace::srdma_rnr_wait(qpn, self.left.load(Ordering::Relaxed).into(), wait as u64);
+        let at = now.saturating_add(wait);
         self.until.store(at, Ordering::Relaxed);
         Verdict::RetryAt(at)
     }

@@ -13,6 +13,7 @@ use crate::{
     params::MAX_MSG_SZ,
     payload::Segments,
     qp::{QpShared, Ring},
+    trace,
     wc::{WcStatus, WrOpcode},
 };
 use kernel::{
@@ -50,6 +51,8 @@ pub(crate) struct SendWqe {
     pub(crate) imm_data: u32,
     num_sge: usize,
     inline_len: u32,
+    /// The opcode byte as the ring holds it, for tracing.
+    raw_opcode: u8,
 }
 
 impl SendWqe {
@@ -68,6 +71,7 @@ impl SendWqe {
             imm_data: ctrl.imm_data,
             num_sge: usize::from(ctrl.num_sge),
             inline_len: ctrl.inline_len,
+            raw_opcode: ctrl.opcode,
         })
     }
 
@@ -131,6 +135,27 @@ impl SendWqe {
                 .map_err(|_| WcStatus::LocQpOpErr)?;
         }
         Ok(Segments::Spans(spans))
+    }
+
+    /// Records the WQE in the `srdma_wqe` tracepoint, if it is on: its opcode and its bytes
+    /// (the SGEs' lengths as the ring holds them, unchecked).
+    pub(crate) fn trace(&self, q: &QpShared) {
+        if !trace::srdma_wqe_enabled() {
+            return;
+        }
+        let len = if self.inline {
+            self.inline_len
+        } else {
+            let body = self.off + SRDMA_SQ_WQE_HDR_SIZE as usize;
+            (0..self.num_sge.min(q.cap.max_send_sge as usize))
+                .filter_map(|i| {
+                    q.sq.mem
+                        .read_obj::<srdma_sge>(body + i * SRDMA_SGE_SIZE as usize)
+                        .ok()
+                })
+                .fold(0u32, |n, sge| n.saturating_add(sge.length))
+        };
+        trace::srdma_wqe(q.qpn, self.raw_opcode.into(), len, self.inline);
     }
 
     /// Its payload: the inline data, copied out of the ring, or the memory its SGEs name.

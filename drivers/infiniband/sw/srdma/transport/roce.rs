@@ -20,7 +20,7 @@ use crate::{
     message::{NetworkHdr, Op, Path, Request, Response},
     payload::Segments,
     qp::QpShared,
-    resp,
+    resp, trace,
 };
 use kernel::{
     net::{
@@ -192,6 +192,12 @@ pub(crate) fn transmit_with(
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
+    trace::srdma_tx(
+        ends.dest_qpn,
+        headers.bth.opcode.to_byte().into(),
+        headers.bth.psn,
+        len as u32,
+    );
     let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
     let net = ndev.net().ok_or(ENODEV)?;
     let ip = Header {
@@ -229,28 +235,30 @@ pub(crate) fn transmit_with(
     ip::local_out(&net, skb, route)
 }
 
-/// Why a received packet was dropped.
+/// Why a received packet was dropped (the values `srdma_drop` records).
 #[derive(Clone, Copy)]
 pub(crate) enum Dropped {
     /// Not a well-formed RoCEv2 packet: IP or UDP lengths, transport headers, an IP header
     /// with options or extension headers.
-    Malformed,
+    Malformed = 0,
     /// Its ICRC does not match.
-    Icrc,
+    Icrc = 1,
     /// Not for this device: another IP address, an unknown QP, a QP that does not take its
     /// transport service.
-    NotOurs,
+    NotOurs = 2,
 }
 
 /// Carries out a packet the device's network device received, in process context.
 pub(crate) fn receive(dev: &Device<SrdmaDevice>, mut skb: SkBuff) {
-    let counter = match deliver(dev, &mut skb) {
-        Ok(()) => return,
-        Err(Dropped::Malformed) => Counter::RxMalformed,
-        Err(Dropped::Icrc) => Counter::IcrcErrors,
-        Err(Dropped::NotOurs) => Counter::RxNotOurs,
+    let Err(why) = deliver(dev, &mut skb) else {
+        return;
     };
-    dev.counters().inc(counter);
+    trace::srdma_drop(why as u32);
+    dev.counters().inc(match why {
+        Dropped::Malformed => Counter::RxMalformed,
+        Dropped::Icrc => Counter::IcrcErrors,
+        Dropped::NotOurs => Counter::RxNotOurs,
+    });
 }
 
 /// Counts `n` packets that arrived while the device's receive backlog was full.
@@ -339,6 +347,13 @@ fn deliver(dev: &Device<SrdmaDevice>, skb: &mut SkBuff) -> core::result::Result<
         .lock()
         .get(pkt.headers.bth.dest_qp)
         .ok_or(Dropped::NotOurs)?;
+    let bth = &pkt.headers.bth;
+    trace::srdma_rx(
+        bth.dest_qp,
+        bth.opcode.to_byte().into(),
+        bth.psn,
+        pkt.payload.len() as u32,
+    );
     match pkt.headers.bth.opcode.service() {
         Service::Ud => datagram(dev, &qp, &arrived, &pkt),
         Service::Rc | Service::Uc if is_request(pkt.headers.bth.opcode.operation()) => {

@@ -25,6 +25,7 @@ use crate::{
     qp::QpShared,
     req,
     rnr::Verdict,
+    trace::{self, Resend},
     wc::WcStatus,
     wqe::SendWqe,
 };
@@ -634,7 +635,7 @@ fn complete(
                         return true;
                     }
                     q.counters.send.inc(Counter::RcvdRnrErr);
-                    match q.rnr.refused(now, attr.rnr_retry, aeth.syndrome & 0x1f) {
+                    match q.rnr.refused(q.qpn, now, attr.rnr_retry, aeth.syndrome & 0x1f) {
                         Verdict::RetryAt(at) => {
                             wr.rnr_wait = true;
                             wr.deadline = Some(at);
@@ -652,6 +653,7 @@ fn complete(
                         0 => {
                             // PSN sequence error: send again from the PSN it names.
                             q.counters.send.inc(Counter::PacketSeqErr);
+                            trace::srdma_retransmit(q.qpn, psn, Resend::NakSeq as u32);
                             resend(dev, q, attr, wr, psn);
                             return false;
                         }
@@ -795,6 +797,7 @@ pub(crate) fn on_timer(
         Some(a) if !psn_before(a, first) => a.wrapping_add(1) & PSN_MASK,
         _ => first,
     };
+    let cause = if wr.rnr_wait { Resend::Rnr } else { Resend::Timeout };
     if wr.rnr_wait {
         wr.rnr_wait = false;
     } else {
@@ -810,6 +813,7 @@ pub(crate) fn on_timer(
             None => wr.retries = Some(attr.retry_cnt),
         }
     }
+    trace::srdma_retransmit(q.qpn, from, cause as u32);
     resend(dev, q, attr, wr, from);
     wr.deadline = timeout_ns(attr).map(|t| now + t);
     false

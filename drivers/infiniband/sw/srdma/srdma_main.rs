@@ -35,6 +35,7 @@ mod rnr;
 mod slotbufs;
 mod srq;
 mod table;
+mod trace;
 mod transport;
 mod ucontext;
 mod wc;
