@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <linux/crc32.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
@@ -69,6 +70,16 @@ void rust_helper_rdma_copy_page(struct page *dst, size_t dst_off, struct page *s
 	memcpy(d + dst_off, s + src_off, len);
 	kunmap_local(s);
 	kunmap_local(d);
+}
+
+/* Continues CRC-32 (little-endian, as crc32_le) crc over len bytes at off of page. */
+u32 rust_helper_rdma_crc32_page(u32 crc, struct page *page, size_t off, size_t len)
+{
+	char *p = kmap_local_page(page);
+
+	crc = crc32_le(crc, p + off, len);
+	kunmap_local(p);
+	return crc;
 }
 
 /* Fills pages[0..n) with the pages the umem pinned, in order; returns how many it filled. */

@@ -225,7 +225,7 @@ impl Header {
 /// `ip6_local_out`). Fails if the packet was dropped on the way.
 pub fn local_out(net: &Net, skb: SkBuff, route: Route) -> Result {
     // The output functions set the buffer's protocol.
-    let v4 = skb.data()?.first().ok_or(EINVAL)? >> 4 == 4;
+    let v4 = skb.head().first().ok_or(EINVAL)? >> 4 == 4;
     let skb = skb.into_raw();
     // SAFETY: We own `skb` and hand it over with the route's reference (`skb_dst_set` takes
     // it); the output functions consume the buffer whatever they return.

@@ -212,6 +212,63 @@ impl SkBuff {
         unsafe { bindings::skb_headlen(self.ptr.as_ptr()) as usize }
     }
 
+    /// The linear part of the data (all of it unless fragments were appended).
+    pub fn head(&self) -> &[u8] {
+        // SAFETY: The linear data is `headlen` initialised bytes at `data`, which nobody else
+        // writes while we hold the buffer (type invariant).
+        unsafe { core::slice::from_raw_parts((*self.ptr.as_ptr()).data, self.headlen()) }
+    }
+
+    /// Appends `len` bytes at `offset` of `page` to the data as a fragment that refers to the
+    /// page, without copying: the network stack (or the device, with scatter-gather DMA) reads
+    /// the page when it sends the buffer. The buffer takes its own reference on the page, so
+    /// the page stays allocated until the buffer is freed. Fails with `EOPNOTSUPP` for a page
+    /// that must not be referenced that way (slab memory) and with `EMSGSIZE` when the buffer
+    /// has no fragment left; the buffer is unchanged then.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a valid page, `offset + len` lies within it, and its bytes may be read by
+    /// whoever the buffer goes to, at any time until the buffer is freed.
+    pub unsafe fn append_page(
+        &mut self,
+        page: *mut bindings::page,
+        offset: usize,
+        len: usize,
+    ) -> Result {
+        // SAFETY: The buffer is ours (type invariant); the page and range are the caller's
+        // guarantee; the helper takes the page reference the fragment holds.
+        crate::error::to_result(unsafe {
+            bindings::skb_append_page(self.ptr.as_ptr(), page, offset, len)
+        })
+    }
+
+    /// Appends `len` zeroed bytes of new memory to the data as a fragment, to be written with
+    /// [`SkBuff::write_tail`]: a trailer after page fragments, where the linear part cannot be.
+    pub fn append_tail(&mut self, len: usize) -> Result<Tail> {
+        // SAFETY: The buffer is ours (type invariant); the helper allocates the fragment and
+        // hands its reference to the buffer.
+        let p = unsafe { bindings::skb_append_new_frag(self.ptr.as_ptr(), len) };
+        // INVARIANT: `p` is the new fragment's `len` bytes, which only this buffer refers to.
+        Ok(Tail {
+            skb: self.ptr,
+            ptr: NonNull::new(p.cast()).ok_or(ENOMEM)?,
+            len,
+        })
+    }
+
+    /// Writes `src` into the trailer `tail` of this buffer.
+    pub fn write_tail(&mut self, tail: Tail, src: &[u8]) -> Result {
+        if tail.skb != self.ptr || src.len() != tail.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `tail` is a fragment of this buffer that only it refers to (`Tail`'s
+        // invariant, and the buffer is ours and not yet handed on, borrowed mutably), `len`
+        // bytes long.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), tail.ptr.as_ptr(), src.len()) };
+        Ok(())
+    }
+
     /// The data, if all of it is linear.
     pub fn data(&self) -> Result<&[u8]> {
         let len = self.len();
@@ -222,6 +279,17 @@ impl SkBuff {
         // nobody else writes while we hold the buffer (type invariant).
         Ok(unsafe { core::slice::from_raw_parts((*self.ptr.as_ptr()).data, len) })
     }
+}
+
+/// A trailer fragment of an [`SkBuff`] that [`SkBuff::append_tail`] made, to be written once.
+///
+/// # Invariants
+///
+/// `ptr` is `len` bytes of a fragment of the buffer at `skb`, which no one else refers to.
+pub struct Tail {
+    skb: NonNull<bindings::sk_buff>,
+    ptr: NonNull<u8>,
+    len: usize,
 }
 
 impl Drop for SkBuff {

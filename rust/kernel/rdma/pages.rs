@@ -110,6 +110,30 @@ impl<'a> PageSlice<'a> {
     }
 }
 
+impl PageSlice<'_> {
+    /// Continues CRC-32 `crc` (as `crc32_le`) over `n` bytes from byte `at` of the slice.
+    pub fn crc32(&self, at: usize, n: usize, crc: u32) -> Result<u32> {
+        let offset = self.at(at, n)?;
+        // SAFETY: The page is valid and the device's for the borrow (type invariant), and the
+        // range lies within it (checked above); the helper only reads it.
+        Ok(unsafe { bindings::rdma_crc32_page(crc, self.page.as_ptr(), offset, n) })
+    }
+
+    /// Appends `n` bytes from byte `at` of the slice to `skb` as a fragment that refers to the
+    /// page (see [`SkBuff::append_page`]): the page stays allocated while the buffer lives,
+    /// and the network stack reads it when the buffer leaves.
+    ///
+    /// [`SkBuff::append_page`]: crate::net::skb::SkBuff::append_page
+    #[cfg(CONFIG_INET)]
+    pub fn append_to(&self, skb: &mut crate::net::skb::SkBuff, at: usize, n: usize) -> Result {
+        let offset = self.at(at, n)?;
+        // SAFETY: The page is valid (type invariant) and the range lies within it (checked
+        // above); the buffer takes its own reference, so it stays allocated as long as the
+        // buffer may read it, and the device may read the page (type invariant).
+        unsafe { skb.append_page(self.page.as_ptr(), offset, n) }
+    }
+}
+
 /// Copies `n` bytes from byte `src_at` of `src` to byte `dst_at` of `dst`. Both may be parts of
 /// one page, overlapping or not.
 pub fn copy(

@@ -707,31 +707,80 @@ fn crc32(crc: u32, bytes: &[u8]) -> u32 {
 /// # Ok::<(), Error>(())
 /// ```
 pub fn icrc(ip: &[u8]) -> Option<u32> {
-    const UDP: usize = 8;
-    let ip_len = match ip.first()? >> 4 {
-        4 if ip[0] & 0xf == 5 => 20,
-        6 => 40,
-        _ => return None,
-    };
-    let hdrs = ip_len + UDP + Bth::LEN;
-    if ip.len() < hdrs {
-        return None;
+    Icrc::of_headers(ip).map(Icrc::value)
+}
+
+/// The invariant CRC of a packet computed piece by piece, for a packet whose payload is not in
+/// one slice (page fragments): the headers first, then each piece of the payload in order.
+///
+/// ```
+/// use kernel::rdma::roce::{icrc, Icrc};
+///
+/// // IPv4, UDP, a BTH and eight bytes of payload.
+/// let mut p = [0u8; 20 + 8 + 12 + 8];
+/// p[0] = 0x45;
+/// p[40..].copy_from_slice(b"abcdefgh");
+/// let pieces = Icrc::of_headers(&p[..43])
+///     .unwrap()
+///     .update(&p[43..45])
+///     .update_with(|crc| Ok::<u32, ()>(crc))
+///     .unwrap()
+///     .update(&p[45..]);
+/// assert_eq!(Some(pieces.value()), icrc(&p));
+/// ```
+#[derive(Clone, Copy)]
+pub struct Icrc(u32);
+
+impl Icrc {
+    /// The CRC of `ip`: an IP header (IPv4 without options, or IPv6), the UDP header, the base
+    /// transport header and whatever follows in `ip`, with the variant fields masked as
+    /// [`icrc`] says; `None` if `ip` is not that long or not IP.
+    pub fn of_headers(ip: &[u8]) -> Option<Self> {
+        const UDP: usize = 8;
+        let ip_len = match ip.first()? >> 4 {
+            4 if ip[0] & 0xf == 5 => 20,
+            6 => 40,
+            _ => return None,
+        };
+        let hdrs = ip_len + UDP + Bth::LEN;
+        if ip.len() < hdrs {
+            return None;
+        }
+        let mut masked = [0u8; 40 + UDP + Bth::LEN];
+        let m = &mut masked[..hdrs];
+        m.copy_from_slice(&ip[..hdrs]);
+        if ip_len == 20 {
+            m[1] = 0xff; // type of service
+            m[8] = 0xff; // time to live
+            m[10..12].fill(0xff); // header checksum
+        } else {
+            m[0] |= 0x0f; // traffic class, high bits
+            m[1..4].fill(0xff); // traffic class, low bits, and flow label
+            m[7] = 0xff; // hop limit
+        }
+        m[ip_len + 6..ip_len + 8].fill(0xff); // UDP checksum
+        m[ip_len + UDP + 4] = 0xff; // BTH reserved byte, FECN and BECN
+        let crc = crc32(!0, &[0xff; 8]);
+        let crc = crc32(crc, m);
+        Some(Self(crc32(crc, &ip[hdrs..])))
     }
-    let mut masked = [0u8; 40 + UDP + Bth::LEN];
-    let m = &mut masked[..hdrs];
-    m.copy_from_slice(&ip[..hdrs]);
-    if ip_len == 20 {
-        m[1] = 0xff; // type of service
-        m[8] = 0xff; // time to live
-        m[10..12].fill(0xff); // header checksum
-    } else {
-        m[0] |= 0x0f; // traffic class, high bits
-        m[1..4].fill(0xff); // traffic class, low bits, and flow label
-        m[7] = 0xff; // hop limit
+
+    /// The CRC continued over `bytes`.
+    pub fn update(self, bytes: &[u8]) -> Self {
+        Self(crc32(self.0, bytes))
     }
-    m[ip_len + 6..ip_len + 8].fill(0xff); // UDP checksum
-    m[ip_len + UDP + 4] = 0xff; // BTH reserved byte, FECN and BECN
-    let crc = crc32(!0, &[0xff; 8]);
-    let crc = crc32(crc, m);
-    Some(!crc32(crc, &ip[hdrs..]))
+
+    /// The CRC continued by `f`, which continues a CRC-32 (as `crc32_le`) over bytes it reads
+    /// from where they are ([`PageSlice::crc32`](super::pages::PageSlice::crc32)).
+    pub fn update_with<E>(
+        self,
+        f: impl FnOnce(u32) -> core::result::Result<u32, E>,
+    ) -> core::result::Result<Self, E> {
+        f(self.0).map(Self)
+    }
+
+    /// The ICRC field's value (little-endian on the wire).
+    pub fn value(self) -> u32 {
+        !self.0
+    }
 }

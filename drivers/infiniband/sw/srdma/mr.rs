@@ -14,6 +14,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
+    net::skb::SkBuff,
     prelude::*,
     rdma::{
         mr::{access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
@@ -135,6 +136,30 @@ impl Span {
         self.hold(EFAULT, |held| {
             held.pieces(at, src.len(), |slice, r| slice.write(0, &src[r]))
         })
+    }
+
+    /// Continues CRC-32 `crc` over `n` bytes from byte `at` of the span.
+    pub(crate) fn crc32(&self, at: usize, n: usize, mut crc: u32) -> Result<u32> {
+        self.hold(EFAULT, |held| {
+            held.pieces(at, n, |slice, r| {
+                crc = slice.crc32(0, r.len(), crc)?;
+                Ok(())
+            })
+        })?;
+        Ok(crc)
+    }
+
+    /// Appends `n` bytes from byte `at` of the span to `skb` as fragments that refer to its
+    /// pages, without a copy. Only pinned user memory of an MR goes that way (`EOPNOTSUPP`
+    /// otherwise): its pages stay allocated while the buffer holds them, whereas a window or a
+    /// fast registration may stop granting its memory before the buffer leaves, and a kernel
+    /// caller's buffer may be slab memory.
+    pub(crate) fn append_to(&self, at: usize, n: usize, skb: &mut SkBuff) -> Result {
+        match &self.target {
+            Target::Mr(mr) if matches!(mr.mem, MrMem::User(_)) => Held(self)
+                .pieces(at, n, |slice, r| slice.append_to(skb, 0, r.len())),
+            _ => Err(EOPNOTSUPP),
+        }
     }
 }
 

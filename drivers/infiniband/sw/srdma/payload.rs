@@ -5,7 +5,7 @@
 //! to `max_msg_sz` moves once and needs no kernel buffer.
 
 use crate::mr::Span;
-use kernel::{prelude::*, rdma::pages};
+use kernel::{net::skb::SkBuff, prelude::*, rdma::pages};
 
 /// The most bytes one step of a copy moves, holding what its spans hold.
 pub(crate) const CHUNK: usize = 64 * 1024;
@@ -100,6 +100,31 @@ impl Segments {
         self.pieces(at, src.len(), |piece, off, range| match piece {
             Piece::Bytes => Err(EFAULT),
             Piece::Span(span) => span.write(off, &src[range]),
+        })
+    }
+}
+
+impl Segments {
+    /// Continues CRC-32 `crc` over the `n` bytes from byte `at`, of memory spans only (what
+    /// [`Segments::append_to`] can append).
+    pub(crate) fn crc32(&self, at: usize, n: usize, mut crc: u32) -> Result<u32> {
+        self.pieces(at, n, |piece, off, range| {
+            crc = match piece {
+                Piece::Bytes => return Err(EOPNOTSUPP),
+                Piece::Span(span) => span.crc32(off, range.len(), crc)?,
+            };
+            Ok(())
+        })?;
+        Ok(crc)
+    }
+
+    /// Appends the `n` bytes from byte `at` to `skb` as fragments that refer to the memory's
+    /// pages ([`Span::append_to`]); `EOPNOTSUPP` for bytes the kernel holds, or memory that
+    /// cannot go that way. On failure the buffer may hold part of them.
+    pub(crate) fn append_to(&self, at: usize, n: usize, skb: &mut SkBuff) -> Result {
+        self.pieces(at, n, |piece, off, range| match piece {
+            Piece::Bytes => Err(EOPNOTSUPP),
+            Piece::Span(span) => span.append_to(off, range.len(), skb),
         })
     }
 }

@@ -36,6 +36,7 @@ use kernel::{
         Device,
     },
     str::CStr,
+    types::ARef,
 };
 
 pub(crate) mod requester;
@@ -198,41 +199,107 @@ pub(crate) fn transmit_with(
         headers.bth.psn,
         len as u32,
     );
-    let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
-    let net = ndev.net().ok_or(ENODEV)?;
-    let ip = Header {
-        saddr: Addr::from_mapped(&ends.sgid),
-        daddr: Addr::from_mapped(&ends.dgid),
-        traffic_class: ends.path.traffic_class,
-        hop_limit: ends.path.hop_limit,
-        flow_label: ends.path.flow_label,
-        protocol: ip::PROTO_UDP,
-    };
-    let route = ip::Route::output(&net, &ip, ndev.ifindex())?;
-    let link = route.dev().map_or(0, |d| d.ll_reserved_space());
-    let pad = (4 - len % 4) % 4;
-    let transport = headers.bth.opcode.headers_len();
-    let size = link + ip.len() + UDP_HLEN + transport + len + pad + ICRC_LEN;
-    let mut skb = SkBuff::alloc(u32::try_from(size)?, GFP_KERNEL)?;
-    skb.reserve(link + ip.len() + UDP_HLEN)?;
-    let n = headers.write(skb.put(transport)?)?;
-    if n != transport {
-        return Err(EINVAL);
-    }
-    fill(skb.put(len)?)?;
-    skb.put(pad + ICRC_LEN)?;
-    udp_tunnel::push_header(
-        &mut skb,
-        udp_sport(ends.path.flow_label, ends.src_qpn, ends.dest_qpn),
-        roce::UDP_PORT,
-    )?;
-    ip.push(&mut skb, &net)?;
+    let mut out = Outgoing::new(dev, ends, headers, len + (4 - len % 4) % 4 + ICRC_LEN)?;
+    fill(out.skb.put(len)?)?;
+    out.skb.put((4 - len % 4) % 4 + ICRC_LEN)?;
+    out.push_headers(ends)?;
     // The ICRC covers the IP header as it leaves, ID included.
-    let bytes = skb.data_mut()?;
+    let bytes = out.skb.data_mut()?;
     let end = bytes.len() - ICRC_LEN;
     let icrc = roce::icrc(&bytes[..end]).ok_or(EINVAL)?;
     bytes[end..].copy_from_slice(&icrc.to_le_bytes());
-    ip::local_out(&net, skb, route)
+    ip::local_out(&out.net, out.skb, out.route)
+}
+
+/// As [`transmit`], for the `len` bytes from byte `at` of `payload`, which leave as fragments
+/// of the packet that refer to the memory's pages: no copy on this side, the network device
+/// (with scatter-gather, as virtio-net) or the peer reads them where they are. Where the memory
+/// cannot go that way (see [`Segments::append_to`]), or the packet has too many pieces, the
+/// payload is copied into the packet instead.
+///
+/// The pages are read when the packet leaves, so only a sender that learns of the delivery
+/// from the peer (an RC requester: the WQE completes at the ACK) may send this way; a sender
+/// that completes at once (UC, UD) would let its user reuse the memory before it left.
+pub(crate) fn transmit_pages(
+    dev: &Device<SrdmaDevice>,
+    ends: &Ends,
+    headers: &Headers,
+    payload: &Segments,
+    at: usize,
+    len: usize,
+) -> Result {
+    let pad = (4 - len % 4) % 4;
+    let mut out = Outgoing::new(dev, ends, headers, 0)?;
+    if len == 0 || payload.append_to(at, len, &mut out.skb).is_err() {
+        drop(out);
+        return transmit_with(dev, ends, headers, len, |buf| payload.read(at, buf));
+    }
+    trace::srdma_tx(
+        ends.dest_qpn,
+        headers.bth.opcode.to_byte().into(),
+        headers.bth.psn,
+        len as u32,
+    );
+    let tail = out.skb.append_tail(pad + ICRC_LEN)?;
+    out.push_headers(ends)?;
+    let icrc = roce::Icrc::of_headers(out.skb.head())
+        .ok_or(EINVAL)?
+        .update_with(|crc| payload.crc32(at, len, crc))?
+        .update(&[0; 3][..pad]);
+    let mut trailer = [0u8; 3 + ICRC_LEN];
+    trailer[pad..pad + ICRC_LEN].copy_from_slice(&icrc.value().to_le_bytes());
+    out.skb.write_tail(tail, &trailer[..pad + ICRC_LEN])?;
+    ip::local_out(&out.net, out.skb, out.route)
+}
+
+/// A packet being built: its buffer, holding the transport headers, and where it goes.
+struct Outgoing {
+    skb: SkBuff,
+    ip: Header,
+    net: ARef<net::namespace::Net>,
+    route: ip::Route,
+}
+
+impl Outgoing {
+    /// Routes a packet between `ends` and starts its buffer with `headers`, leaving room for
+    /// `tail` more bytes after them and for the UDP and IP headers before.
+    fn new(dev: &Device<SrdmaDevice>, ends: &Ends, headers: &Headers, tail: usize) -> Result<Self> {
+        let ndev = dev.netdev(PORT).ok_or(ENODEV)?;
+        let net = ndev.net().ok_or(ENODEV)?;
+        let ip = Header {
+            saddr: Addr::from_mapped(&ends.sgid),
+            daddr: Addr::from_mapped(&ends.dgid),
+            traffic_class: ends.path.traffic_class,
+            hop_limit: ends.path.hop_limit,
+            flow_label: ends.path.flow_label,
+            protocol: ip::PROTO_UDP,
+        };
+        let route = ip::Route::output(&net, &ip, ndev.ifindex())?;
+        let link = route.dev().map_or(0, |d| d.ll_reserved_space());
+        let transport = headers.bth.opcode.headers_len();
+        let size = link + ip.len() + UDP_HLEN + transport + tail;
+        let mut skb = SkBuff::alloc(u32::try_from(size)?, GFP_KERNEL)?;
+        skb.reserve(link + ip.len() + UDP_HLEN)?;
+        if headers.write(skb.put(transport)?)? != transport {
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            skb,
+            ip,
+            net,
+            route,
+        })
+    }
+
+    /// Puts the UDP and IP headers in front, once the packet is whole.
+    fn push_headers(&mut self, ends: &Ends) -> Result {
+        udp_tunnel::push_header(
+            &mut self.skb,
+            udp_sport(ends.path.flow_label, ends.src_qpn, ends.dest_qpn),
+            roce::UDP_PORT,
+        )?;
+        self.ip.push(&mut self.skb, &self.net)
+    }
 }
 
 /// Why a received packet was dropped (the values `srdma_drop` records).

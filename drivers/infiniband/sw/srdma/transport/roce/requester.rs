@@ -15,7 +15,7 @@
 //! everything in flight is sent again from the oldest (go-back-N), `retry_cnt` times, and
 //! then the oldest fails with `RETRY_EXC_ERR`. UC WQEs complete once their packets are out.
 
-use super::{responder::mtu_bytes, transmit_with, Arrived, Dropped, Ends};
+use super::{responder::mtu_bytes, transmit_pages, transmit_with, Arrived, Dropped, Ends};
 use crate::{
     comp::{self, Judged},
     counters::Counter,
@@ -400,7 +400,15 @@ fn send_packets(
             ieth: invalidate.filter(|_| last),
             ..Headers::default()
         };
-        send(dev, q, ends, &headers, n, |buf| data.read(at, buf))?;
+        q.counters.send.inc(Counter::SentPkts);
+        // RC learns of the delivery from the ACK, so the pages may leave as they are; UC
+        // completes at once, so its payload is copied out now.
+        let sent = if service == Service::Rc {
+            transmit_pages(dev, ends, &headers, data, at, n)
+        } else {
+            transmit_with(dev, ends, &headers, n, |buf| data.read(at, buf))
+        };
+        sent.inspect_err(|_| q.counters.send.inc(Counter::TxErrors))?;
     }
     Ok(())
 }
