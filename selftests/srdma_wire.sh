@@ -158,6 +158,12 @@ if ip netns exec "$NS" tc qdisc add dev "$S" root $netem 2>/dev/null &&
 		18710 srdma 4096 200
 	pingpong ibv_rc_pingpong "RC over loss, duplication and reordering: srdma client, 4096 B x 200" \
 		18711 peer 4096 200
+	# READs asked again from the first missing response, both ways: the responder answers a
+	# READ repeated in part from the READ it keeps.
+	perftest "RDMA READ over loss: srdma reads from rxe, 16 KiB x 50" 18713 peer ib_read_bw \
+		-s 16384 -n 50
+	perftest "RDMA READ over loss: rxe reads from srdma, 16 KiB x 50" 18714 srdma ib_read_bw \
+		-s 16384 -n 50
 	lost=$(($(counter local_ack_timeout_err) - rt0 + $(counter packet_seq_err) - sq0))
 	seen=$(($(counter duplicate_request) - dup0 + $(counter out_of_sequence) - oos0))
 	check "srdma's requester recovered lost packets (timeouts or sequence NAKs: $lost)" test "$lost" -gt 0
