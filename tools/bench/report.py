@@ -23,7 +23,7 @@ LAT_FIELDS = {"iters": 1, "typical": 4, "avg": 5, "p99": 7, "p999": 8}
 # The samples a percentile needs beyond it to mean something: 10.
 MIN_ITERS = {"p99": 1000, "p999": 10000}
 # hw_counters that say something went wrong or was retried (the ones shown next to a figure).
-TROUBLE = re.compile(r"err|retr|rnr|drop|timeout|dup|seq|out_of|icrc|malformed|overflow")
+TROUBLE = re.compile(r"(^|_)err(ors)?($|_)|retr|rnr|drop|timeout|dup|seq_err|out_of|icrc|malformed|overflow")
 BW_FIELDS = {"bw": 3, "mpps": 4}
 COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
