@@ -160,6 +160,19 @@ gids() {
 	done
 }
 
+# gid_index DEV GID: the index of a RoCE v2 GID, as sysfs prints it.
+gid_index() {
+	local f n
+	for f in "$SYSFS_IB/$1"/ports/1/gids/*; do
+		n=${f##*/}
+		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
+		grep -qx "RoCE v2" "$SYSFS_IB/$1/ports/1/gid_attrs/types/$n" 2>/dev/null || continue
+		echo "$n"
+		return 0
+	done
+	return 1
+}
+
 # ipv4_gid A.B.C.D: the IPv4-mapped GID of an address, as sysfs prints it.
 ipv4_gid() {
 	local IFS=.

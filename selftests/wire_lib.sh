@@ -15,19 +15,6 @@ peer_side() {
 	[ -z "$PEER_NS" ] || PEER_SIDE=(ip netns exec "$PEER_NS")
 }
 
-# gid_index DEV GID: the index of a RoCE v2 GID, as sysfs prints it.
-gid_index() {
-	local f n
-	for f in "$SYSFS_IB/$1"/ports/1/gids/*; do
-		n=${f##*/}
-		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
-		grep -qx "RoCE v2" "$SYSFS_IB/$1/ports/1/gid_attrs/types/$n" 2>/dev/null || continue
-		echo "$n"
-		return 0
-	done
-	return 1
-}
-
 counter() { cat "$SYSFS_IB/srdma_w/ports/1/hw_counters/$1"; }
 
 # pingpong PROG NAME PORT SERVER_SIDE SIZE ITERS: an ibv_*_pingpong between the two devices,
