@@ -70,8 +70,7 @@ impl DriverAttrs<'_> {
         fill: impl FnOnce(&mut DriverAttrs<'_>) -> Result,
     ) -> Result {
         // SAFETY: `msg` is a message being filled (caller guarantee).
-        let table =
-            unsafe { bindings::rdma_nest_start_driver(msg) };
+        let table = unsafe { bindings::rdma_nest_start_driver(msg) };
         if table.is_null() {
             return Err(EMSGSIZE);
         }

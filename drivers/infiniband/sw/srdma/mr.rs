@@ -156,8 +156,9 @@ impl Span {
     /// caller's buffer may be slab memory.
     pub(crate) fn append_to(&self, at: usize, n: usize, skb: &mut SkBuff) -> Result {
         match &self.target {
-            Target::Mr(mr) if matches!(mr.mem, MrMem::User(_)) => Held(self)
-                .pieces(at, n, |slice, r| slice.append_to(skb, 0, r.len())),
+            Target::Mr(mr) if matches!(mr.mem, MrMem::User(_)) => {
+                Held(self).pieces(at, n, |slice, r| slice.append_to(skb, 0, r.len()))
+            }
             _ => Err(EOPNOTSUPP),
         }
     }

@@ -643,7 +643,10 @@ fn complete(
                         return true;
                     }
                     q.counters.send.inc(Counter::RcvdRnrErr);
-                    match q.rnr.refused(q.qpn, now, attr.rnr_retry, aeth.syndrome & 0x1f) {
+                    match q
+                        .rnr
+                        .refused(q.qpn, now, attr.rnr_retry, aeth.syndrome & 0x1f)
+                    {
                         Verdict::RetryAt(at) => {
                             wr.rnr_wait = true;
                             wr.deadline = Some(at);
@@ -805,7 +808,11 @@ pub(crate) fn on_timer(
         Some(a) if !psn_before(a, first) => a.wrapping_add(1) & PSN_MASK,
         _ => first,
     };
-    let cause = if wr.rnr_wait { Resend::Rnr } else { Resend::Timeout };
+    let cause = if wr.rnr_wait {
+        Resend::Rnr
+    } else {
+        Resend::Timeout
+    };
     if wr.rnr_wait {
         wr.rnr_wait = false;
     } else {
