@@ -723,8 +723,6 @@ pub fn icrc(ip: &[u8]) -> Option<u32> {
 /// let pieces = Icrc::of_headers(&p[..43])
 ///     .unwrap()
 ///     .update(&p[43..45])
-///     .update_with(|crc| Ok::<u32, ()>(crc))
-///     .unwrap()
 ///     .update(&p[45..]);
 /// assert_eq!(Some(pieces.value()), icrc(&p));
 /// ```
