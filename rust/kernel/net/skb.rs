@@ -28,9 +28,11 @@ use core::{marker::PhantomData, ptr::NonNull};
 /// # Invariants
 ///
 /// `ptr` is a valid `sk_buff` whose one reference this value holds, and which is not a clone
-/// (its data is not shared).
+/// (its data is not shared). `tail`, if set, is the memory of a fragment of that buffer that
+/// [`SkBuff::append_tail`] made and that nothing else refers to, with its length.
 pub struct SkBuff {
     ptr: NonNull<bindings::sk_buff>,
+    tail: Option<(NonNull<u8>, usize)>,
 }
 
 // SAFETY: An sk_buff that one owner holds may move between threads; the network stack hands
@@ -45,6 +47,7 @@ impl SkBuff {
         // INVARIANT: A new sk_buff with one reference, ours, and its own data.
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            tail: None,
         })
     }
 
@@ -60,7 +63,7 @@ impl SkBuff {
     /// `ptr` must be a valid, unshared `sk_buff` whose reference the caller hands over.
     pub unsafe fn from_raw(ptr: NonNull<bindings::sk_buff>) -> Self {
         // INVARIANT: The caller hands over the one reference to an unshared buffer.
-        Self { ptr }
+        Self { ptr, tail: None }
     }
 
     /// Gives up ownership: the caller takes the reference (to hand to a function that
@@ -245,27 +248,28 @@ impl SkBuff {
 
     /// Appends `len` zeroed bytes of new memory to the data as a fragment, to be written with
     /// [`SkBuff::write_tail`]: a trailer after page fragments, where the linear part cannot be.
-    pub fn append_tail(&mut self, len: usize) -> Result<Tail> {
+    /// A buffer has at most one.
+    pub fn append_tail(&mut self, len: usize) -> Result {
+        if self.tail.is_some() {
+            return Err(EBUSY);
+        }
         // SAFETY: The buffer is ours (type invariant); the helper allocates the fragment and
         // hands its reference to the buffer.
         let p = unsafe { bindings::skb_append_new_frag(self.ptr.as_ptr(), len) };
         // INVARIANT: `p` is the new fragment's `len` bytes, which only this buffer refers to.
-        Ok(Tail {
-            skb: self.ptr,
-            ptr: NonNull::new(p.cast()).ok_or(ENOMEM)?,
-            len,
-        })
+        self.tail = Some((NonNull::new(p.cast()).ok_or(ENOMEM)?, len));
+        Ok(())
     }
 
-    /// Writes `src` into the trailer `tail` of this buffer.
-    pub fn write_tail(&mut self, tail: Tail, src: &[u8]) -> Result {
-        if tail.skb != self.ptr || src.len() != tail.len {
+    /// Writes `src` into the trailer that [`SkBuff::append_tail`] made, of the same length.
+    pub fn write_tail(&mut self, src: &[u8]) -> Result {
+        let (p, len) = self.tail.ok_or(EINVAL)?;
+        if src.len() != len {
             return Err(EINVAL);
         }
-        // SAFETY: `tail` is a fragment of this buffer that only it refers to (`Tail`'s
-        // invariant, and the buffer is ours and not yet handed on, borrowed mutably), `len`
-        // bytes long.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), tail.ptr.as_ptr(), src.len()) };
+        // SAFETY: `p` is `len` bytes of a fragment of this buffer that only it refers to (type
+        // invariant); the buffer is ours and not yet handed on, borrowed mutably.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p.as_ptr(), len) };
         Ok(())
     }
 
@@ -279,17 +283,6 @@ impl SkBuff {
         // nobody else writes while we hold the buffer (type invariant).
         Ok(unsafe { core::slice::from_raw_parts((*self.ptr.as_ptr()).data, len) })
     }
-}
-
-/// A trailer fragment of an [`SkBuff`] that [`SkBuff::append_tail`] made, to be written once.
-///
-/// # Invariants
-///
-/// `ptr` is `len` bytes of a fragment of the buffer at `skb`, which no one else refers to.
-pub struct Tail {
-    skb: NonNull<bindings::sk_buff>,
-    ptr: NonNull<u8>,
-    len: usize,
 }
 
 impl Drop for SkBuff {

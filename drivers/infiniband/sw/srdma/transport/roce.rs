@@ -240,7 +240,7 @@ pub(crate) fn transmit_pages(
         headers.bth.psn,
         len as u32,
     );
-    let tail = out.skb.append_tail(pad + ICRC_LEN)?;
+    out.skb.append_tail(pad + ICRC_LEN)?;
     out.push_headers(ends)?;
     let icrc = roce::Icrc::of_headers(out.skb.head())
         .ok_or(EINVAL)?
@@ -248,7 +248,7 @@ pub(crate) fn transmit_pages(
         .update(&[0; 3][..pad]);
     let mut trailer = [0u8; 3 + ICRC_LEN];
     trailer[pad..pad + ICRC_LEN].copy_from_slice(&icrc.value().to_le_bytes());
-    out.skb.write_tail(tail, &trailer[..pad + ICRC_LEN])?;
+    out.skb.write_tail(&trailer[..pad + ICRC_LEN])?;
     ip::local_out(&out.net, out.skb, out.route)
 }
 
