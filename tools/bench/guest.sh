@@ -11,19 +11,22 @@ out=${1:?usage: guest.sh OUTDIR}
 . "$here/variants.sh"
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 
+# The quick run proves the harness (make check runs it on the debug kernel, where each perftest
+# run takes half a minute): one latency and one bandwidth test, SEND and READ, two sizes.
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	sizes=${BENCH_SIZES:-"64 65536"}
+	tests=${BENCH_TESTS:-"ib_send_lat ib_read_bw"}
 	runs=${BENCH_RUNS:-1}
 	xsizes="64 256 512"
 	quick=-q
 else
 	sizes=${BENCH_SIZES:-"2 8 64 256 1024 4096 16384 65536 262144 1048576"}
+	tests=${BENCH_TESTS:-"ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw"}
 	runs=${BENCH_RUNS:-3}
 	xsizes="64 128 192 256 320 512"
 	quick=
 fi
 variants=${BENCH_VARIANTS:-$BENCH_VARIANTS_ALL}
-tests=${BENCH_TESTS:-"ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw"}
 bin=$out/bin
 mkdir -p "$out/raw"
 : > "$out/runs.tsv"
@@ -89,14 +92,12 @@ result() {
 	awk -v s="$1" '$1 == s && NF >= 5 && $3 ~ /^[0-9.]+$/ { print; exit }' "$2"
 }
 
-# counters: every hw_counter of the variant's two devices, as "DEV NAME VALUE".
+# counters: every hw_counter of the variant's two devices, as "DEV NAME VALUE"; one process
+# reads them all (a process per file took seconds a run on the debug kernel).
 counters() {
-	local d f
-	for d in "$SRV_DEV" "$CLI_DEV"; do
-		for f in /sys/class/infiniband/"$d"/ports/1/hw_counters/*; do
-			[ -f "$f" ] && echo "$d ${f##*/} $(cat "$f")"
-		done
-	done
+	grep -rs . /sys/class/infiniband/"$SRV_DEV"/ports/1/hw_counters \
+		/sys/class/infiniband/"$CLI_DEV"/ports/1/hw_counters |
+		awk -F: '{ n = split($1, p, "/"); print p[5], p[n], $2 }'
 }
 
 port=19000
@@ -179,8 +180,8 @@ for v in "${ready[@]}"; do
 	echo "bench: $v: perftest -I: ${reason:+disabled by perftest ($reason)}${modes#sge}"
 	printf '%s\tinline-probe\t-\t64\t-\t%s\t%s\n' "$v" "${reason:-$modes}" "raw/$v/inline-probe.log" >> "$out/runs.tsv"
 	total=$((total + $(wc -w <<<"$tests") * $(wc -w <<<"$modes") * $(wc -w <<<"$sizes") * runs))
-	# Settle: a warm-up (its figures are not kept).
-	run_pair "$dir/warm-up" ib_send_lat -F -s 64 -n 1000 || true
+	# Settle: a warm-up (its figures are not kept); the quick run has no figures to settle.
+	[ -n "$quick" ] || run_pair "$dir/warm-up" ib_send_lat -F -s 64 -n 1000 || true
 done
 sleep 5
 
