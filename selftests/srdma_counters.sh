@@ -17,7 +17,26 @@ done)
 check_eq "a new device counts nothing yet" "" "$nonzero"
 
 # The program's diagnostics say which counter moved how; tap_run shows them on a failure.
+mark="srdma_counters start $$"
+echo "$mark" > /dev/kmsg
 c_tap counters 300 srdma_counters srdma_a srdma_b
+
+# The kernel log names the device and the QP of each fault the program made (log.rs); fewer
+# than the limit of 10 lines per device.
+log=$(dmesg | sed -n "/$mark/,\$p")
+logged() {
+	if grep -Eq "srdma: $2" <<<"$log"; then
+		ok "kernel log: $1"
+	else
+		fail "kernel log: $1" "no line matches: srdma: $2" "$(grep srdma <<<"$log" | tail -20)"
+	fi
+}
+logged "a receive too short: WC error on srdma_b's RQ" \
+	"srdma_b: QP [0-9]+: WC error: local length error \(status 1\) on the RQ; QP moved to the error state"
+logged "an unknown opcode: WC error on srdma_a's SQ" \
+	"srdma_a: QP [0-9]+: WC error: local QP operation error \(status 2\) on the SQ; QP moved"
+logged "a producer index beyond the ring: ring garbage, QP fatal" \
+	"srdma_a: QP [0-9]+: ring garbage: SQ producer index 1000 is 1000 WQEs ahead of consumer index 0, more than the ring's [0-9]+; QP fatal error"
 
 # `rdma statistic show link DEV/1` prints "link DEV/1 NAME VALUE NAME VALUE ...". sysfs may
 # serve values cached for a lifespan (10 ms of jiffies), so compare until they agree.

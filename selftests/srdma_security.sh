@@ -36,10 +36,14 @@ else
 fi
 
 # No process floods the kernel log: what it does wrong is logged at most 10 times per 5 seconds
-# per device (the kernel's default limit), and the count of what was left out follows.
+# per device (the kernel's default limit), each line naming the device, and the count of what
+# was left out follows.
 flood="srdma_security flood $$"
 echo "$flood" > /dev/kmsg
-overruns() { dmesg | sed -n "/$flood/,\$p" | grep -c "CQ overrun: a completion of QP"; }
+overruns() {
+	dmesg | sed -n "/$flood/,\$p" |
+		grep -Ec "srdma: srdma_[ab]: CQ overflow: the (send|receive) CQ of QP [0-9]+ is full"
+}
 if prog srdma_events; then
 	# A fresh interval: the attacks above may have used some of srdma_a's.
 	sleep 6
@@ -50,8 +54,8 @@ if prog srdma_events; then
 	sleep 6
 	tap_run flood-a2 120 "$PROG" srdma_a overrun 1
 	check_eq "log flood: after the interval srdma_a logs again" 14 "$(overruns)"
-	check "log flood: the 30 left out are counted" \
-		eval 'dmesg | sed -n "/$flood/,\$p" | grep -q "srdma: 30 callbacks suppressed"'
+	check "log flood: the 30 left out are counted, for srdma_a" \
+		eval 'dmesg | sed -n "/$flood/,\$p" | grep -q "srdma_a: 30 callbacks suppressed"'
 fi
 no_user_qps_left
 log=$(dmesg | sed -n "/$mark/,\$p")

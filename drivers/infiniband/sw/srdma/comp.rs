@@ -36,8 +36,8 @@ pub(crate) fn complete(q: &QpShared, send: bool, cqe: &srdma_cqe, solicited: boo
     };
     let pushed = cq.push(cqe, solicited, q.handle);
     counters.completion(cqe, pushed.is_ok());
-    if pushed.is_err() && q.log_limit.allow() {
-        pr_warn!("CQ overrun: a completion of QP {} is lost\n", cqe.qp_num);
+    if pushed.is_err() {
+        crate::log::cq_overflow(q, send);
     }
 }
 
@@ -159,6 +159,7 @@ pub(crate) fn retire(
         // In the error state before the error completion is seen.
         q.enter_error();
         wait_for_responders(q);
+        crate::log::error_completion(q, true, status as u32);
     }
     if status != WcStatus::Success || wqe.signaled {
         complete(q, true, &cqe(wqe.wr_id, status, opcode, q.qpn), false);

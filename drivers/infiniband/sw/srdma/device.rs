@@ -87,7 +87,7 @@ pub(crate) struct SrdmaDevice {
     /// The hardware counters that destroyed QPs left behind; live QPs count in their own.
     counters: Arc<DeviceCounters>,
     /// What processes do wrong is logged at most this often (the kernel's default limit), so
-    /// that no process floods the log.
+    /// that no process floods the log; named after the device (`log.rs`).
     log_limit: Arc<Ratelimit>,
     /// The device's use of the RoCEv2 port in the namespace of its network device (none if
     /// something else holds the port there).
@@ -96,6 +96,7 @@ pub(crate) struct SrdmaDevice {
 
 impl SrdmaDevice {
     pub(crate) fn new(
+        name: &CStr,
         guid: [u8; 8],
         port_active: bool,
         ndev: ARef<net::device::Device>,
@@ -116,7 +117,7 @@ impl SrdmaDevice {
             atomics: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
             counters: DeviceCounters::new()?,
             limits: Limits::new()?,
-            log_limit: Arc::pin_init(Ratelimit::default_for(c_str!("srdma")), GFP_KERNEL)?,
+            log_limit: Arc::pin_init(Ratelimit::default_for(name), GFP_KERNEL)?,
             _tunnel: tunnel,
         })
     }

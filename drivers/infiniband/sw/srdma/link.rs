@@ -49,7 +49,7 @@ impl LinkOps for SrdmaLink {
 
         let guid = eui64_from_mac(mac);
         let tunnel = roce::open(name, ndev);
-        let data = SrdmaDevice::new(guid, link_usable(ndev), ndev.into(), tunnel)?;
+        let data = SrdmaDevice::new(name, guid, link_usable(ndev), ndev.into(), tunnel)?;
         let mut dev = Device::alloc(&crate::THIS_MODULE, data)?;
         dev.set_node_guid(guid);
         dev.set_node_desc(c_str!("srdma"));

@@ -82,7 +82,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
     let mut failed = requester::on_timer(dev, q, &attr, ci, &mut wr, now);
     let pi = q.db.load(DB_SQ_PI)?;
     if pi.wrapping_sub(*ci) > q.sq.wqe_cnt {
-        bad_producer_index(q, true);
+        bad_producer_index(q, true, pi, *ci, q.sq.wqe_cnt);
         return Err(EINVAL);
     }
     // WQEs in flight on the wire are behind the consumer index; the queue goes on after them.

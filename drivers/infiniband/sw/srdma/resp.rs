@@ -295,7 +295,7 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
         return Response::Nak(Nak::Rnr(d.attr.lock().min_rnr_timer));
     }
     if pending > rq.wqe_cnt {
-        bad_producer_index(d, false);
+        bad_producer_index(d, false, pi, *ci, rq.wqe_cnt);
         return Response::Lost;
     }
     let (wr_id, mut response) = match RecvWqe::read(rq, *ci) {
@@ -395,6 +395,7 @@ pub(crate) fn finish_receive(
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
         d.enter_error();
+        crate::log::error_completion(d, false, wc.status);
         if d.srq.is_none() {
             let mut ci = d.rq_ci.lock();
             flush(d, false, &mut ci);
@@ -428,7 +429,7 @@ pub(crate) fn take_receive(
         return Err(Response::Nak(Nak::Rnr(d.attr.lock().min_rnr_timer)));
     }
     if pending > rq.wqe_cnt {
-        bad_producer_index(d, false);
+        bad_producer_index(d, false, pi, *ci, rq.wqe_cnt);
         return Err(Response::Lost);
     }
     let taken = match RecvWqe::read(rq, *ci) {

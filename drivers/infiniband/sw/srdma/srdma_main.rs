@@ -20,6 +20,7 @@ mod grh;
 mod kverbs;
 mod limits;
 mod link;
+mod log;
 mod message;
 mod mr;
 mod mw;

@@ -259,21 +259,16 @@ impl RecvWqe {
     }
 }
 
-/// A producer index beyond the ring (the SQ's if `send`, else the RQ's) is garbage the
-/// process wrote: the QP enters the error state.
-pub(crate) fn bad_producer_index(q: &QpShared, send: bool) {
-    let (counters, queue) = if send {
-        (&q.counters.send, "SQ")
+/// A producer index `pi` beyond the ring of `wqe_cnt` WQEs (the SQ's if `send`, else the
+/// RQ's or SRQ's) whose consumer index is `ci` is garbage the process wrote: the QP enters the
+/// error state.
+pub(crate) fn bad_producer_index(q: &QpShared, send: bool, pi: u32, ci: u32, wqe_cnt: u32) {
+    let counters = if send {
+        &q.counters.send
     } else {
-        (&q.counters.recv, "RQ")
+        &q.counters.recv
     };
     counters.inc(Counter::RingErrors);
-    if q.log_limit.allow() {
-        pr_warn!(
-            "QP {}: {} producer index out of range; QP in error\n",
-            q.qpn,
-            queue
-        );
-    }
+    crate::log::bad_producer_index(q, send, pi, ci, wqe_cnt);
     q.enter_error();
 }

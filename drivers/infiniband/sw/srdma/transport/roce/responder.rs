@@ -341,6 +341,7 @@ pub(crate) fn request(
                 // The request was bad: the responder fails too (IBA 9.9.3.1.2).
                 w.msg = None;
                 drop(w);
+                crate::log::nak(qp, psn, nak);
                 fail(qp);
             }
         }
