@@ -39,6 +39,10 @@ pub const fn assert_arg<T: TraceArg>() {}
 /// `rust_trace_E_enabled`, for arguments that cost something to compute. Arguments are plain
 /// integers and booleans ([`TraceArg`]).
 ///
+/// A crate compiled with `--cfg no_trace_events` (a module's `rustflags-y`) gets functions that
+/// do nothing and events that are never enabled: the baseline for measuring what the events
+/// cost when off.
+///
 /// ```ignore
 /// kernel::declare_trace! {
 ///     /// A doorbell of QP `qpn`.
@@ -53,6 +57,9 @@ macro_rules! declare_trace {
         $(#[$attr])*
         #[inline(always)]
         $vis fn $name() -> bool {
+            if cfg!(no_trace_events) {
+                return false;
+            }
             $crate::macros::paste! {
                 // SAFETY: `rust_trace_<event>_enabled` only reads the tracepoint's static key.
                 unsafe { $crate::bindings::[<rust_trace_ $name>]() }
@@ -65,6 +72,9 @@ macro_rules! declare_trace {
         #[inline(always)]
         $vis fn $name($($arg: $ty),*) {
             $( const { $crate::tracepoint::assert_arg::<$ty>() }; )*
+            #[cfg(no_trace_events)]
+            let _ = ($($arg,)*);
+            #[cfg(not(no_trace_events))]
             $crate::macros::paste! {
                 // SAFETY: `rust_do_trace_<event>` only hands its arguments, plain values
                 // (`TraceArg`), to the tracepoint of the same name; it compiles only if its C

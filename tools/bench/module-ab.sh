@@ -1,14 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# What counting costs: runs in the VM and loads, in turn, the built srdma.ko ("count") and the
-# modules named on the command line (LABEL=PATH), ROUNDS rounds each (3), and prints perftest's
-# figures for all. Usage, from the checkout, for a module built with params::COUNTING = false:
-#   sed -i 's/COUNTING: bool = true/COUNTING: bool = false/' drivers/infiniband/sw/srdma/params.rs
-#   make kernel && cp "$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" /tmp/srdma-nocount.ko
-#   git checkout drivers/infiniband/sw/srdma/params.rs && make kernel
-#   tools/vm/run.sh -- "$PWD/tools/bench/counting-ab.sh" nocount=/tmp/srdma-nocount.ko
-[ $# -gt 0 ] || { echo "usage: counting-ab.sh LABEL=KO..." >&2; exit 2; }
+# What a build-time choice of the module costs: runs in the VM and loads, in turn, the built
+# srdma.ko of the booted kernel ("built") and the modules named on the command line
+# (LABEL=PATH), ROUNDS rounds each (3), and prints perftest's figures for all, pinned as
+# `make bench` pins them. Measure on the bench kernel. What the tracepoints cost when off,
+# against a module whose events fire nothing:
+#   SRDMA_NO_TRACE_EVENTS=1 make bench-kernel
+#   cp "$SRDMA_BENCH_BUILD/drivers/infiniband/sw/srdma/srdma.ko" /tmp/srdma-notrace.ko
+#   make bench-kernel
+#   SRDMA_BUILD=$SRDMA_BENCH_BUILD tools/vm/run.sh -- "$PWD/tools/bench/module-ab.sh" \
+#       notrace=/tmp/srdma-notrace.ko
+# What counting costs: the same with params::COUNTING set to false instead.
+[ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
 . "$(dirname "$0")/../../selftests/lib.sh"
+# What srdma.ko needs (ib_uverbs, the UDP tunnel) is loaded once; insmod does not resolve it.
+modprobe srdma && rmmod srdma
 port=19500
 pair() {
 	ip link add sd0 type veth peer name sd1
@@ -16,19 +22,21 @@ pair() {
 	ip link set sd0 up; ip link set sd1 up
 	sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.sd0.accept_local=1 net.ipv4.conf.sd1.accept_local=1
 	rdma link add srdma_a type srdma netdev sd0; rdma link add srdma_b type srdma netdev sd1
-	sleep 1
+	wait_for 10 has_gid srdma_a "$(ipv4_gid 10.51.0.1)"
+	wait_for 10 has_gid srdma_b "$(ipv4_gid 10.51.0.2)"
+	ga=$(gid_index srdma_a "$(ipv4_gid 10.51.0.1)") gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
 }
 unpair() { rdma link delete srdma_a; rdma link delete srdma_b; ip link del sd0; }
 run() {
 	local p=$1; shift; port=$((port + 1))
-	timeout 120 $p -d srdma_a -x 1 -p $port "$@" > /tmp/srv.log 2>&1 &
-	sleep 2
-	timeout 110 $p -d srdma_b -x 1 -p $port "$@" 10.51.0.1 > /tmp/cli.log 2>&1
+	timeout 120 taskset -c 0 $p -F -d srdma_a -x "$ga" -p $port "$@" > /tmp/srv.log 2>&1 &
+	wait_for 10 tcp_listening $port
+	timeout 110 taskset -c 1 $p -F -d srdma_b -x "$gb" -p $port "$@" 10.51.0.1 > /tmp/cli.log 2>&1
 	wait
 	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1 | awk -v p=$p '{ if (p ~ /lat/) print $5; else print $4 }'
 }
 for round in $(seq "${ROUNDS:-3}"); do
-for arg in "count=$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" "$@"; do
+for arg in "built=$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" "$@"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
 	pair
