@@ -313,7 +313,7 @@ pub(crate) fn request(
         Operation::CompareSwap | Operation::FetchAdd if rc => atomic(dev, qp, &ends, &mut w, pkt),
         _ => match place(op) {
             Some(p) => message(dev, qp, &mut w, pkt, p, pmtu),
-            None => Err(Nak::InvalidRequest),
+            None => Err(Nak::InvalidRequest.into()),
         },
     };
     match outcome {
@@ -331,7 +331,13 @@ pub(crate) fn request(
                 ack(dev, &ends, psn, w.msn);
             }
         }
-        Err(nak) if rc => {
+        // The QP left RTR or RTS (destroyed, or moved to the error state) while the request was
+        // under way: nothing answers, as for a QP that is gone; the requester times out.
+        Err(Refusal::Drop) => {
+            w.msg = None;
+            return Err(Dropped::NotOurs);
+        }
+        Err(Refusal::Nak(nak)) if rc => {
             let aeth = Aeth {
                 syndrome: nak_syndrome(nak),
                 msn: w.msn,
@@ -351,6 +357,33 @@ pub(crate) fn request(
     Ok(())
 }
 
+/// Why a request was not carried out.
+enum Refusal {
+    /// Answered with a NAK (RC; UC drops the message).
+    Nak(Nak),
+    /// Dropped without an answer.
+    Drop,
+}
+
+impl From<Nak> for Refusal {
+    fn from(nak: Nak) -> Self {
+        Refusal::Nak(nak)
+    }
+}
+
+impl From<Response> for Refusal {
+    /// What the receive side (`resp`) answered, for a request it did not carry out: a QP that
+    /// no longer takes requests drops it, anything else but a NAK of its own is an invalid
+    /// request.
+    fn from(response: Response) -> Self {
+        match response {
+            Response::Nak(nak) => Refusal::Nak(nak),
+            Response::Lost => Refusal::Drop,
+            _ => Refusal::Nak(Nak::InvalidRequest),
+        }
+    }
+}
+
 /// Moves `qp` to the error state after a request it NAKed, flushing its receive WQEs.
 fn fail(qp: &Arc<QpShared>) {
     qp.enter_error();
@@ -368,7 +401,7 @@ fn message(
     pkt: &Packet<'_>,
     p: Place,
     pmtu: usize,
-) -> core::result::Result<u32, Nak> {
+) -> core::result::Result<u32, Refusal> {
     let h = &pkt.headers;
     let op = h.bth.opcode.operation();
     let data = pkt.payload;
@@ -386,7 +419,7 @@ fn message(
         _ => false,
     };
     if !size_ok || !sequence_ok {
-        return Err(Nak::InvalidRequest);
+        return Err(Nak::InvalidRequest.into());
     }
     if matches!(p, Place::First | Place::Only) {
         w.msg = Some(if is_send(op) {
@@ -401,8 +434,7 @@ fn message(
                     sink: None,
                     at: 0,
                 },
-                Err(Response::Nak(nak)) => return Err(nak),
-                Err(_) => return Err(Nak::InvalidRequest),
+                Err(response) => return Err(response.into()),
             }
         } else {
             let reth = h.reth.ok_or(Nak::InvalidRequest)?;
@@ -415,7 +447,7 @@ fn message(
         });
     }
     let Some(msg) = w.msg.as_mut() else {
-        return Err(Nak::InvalidRequest);
+        return Err(Nak::InvalidRequest.into());
     };
     match msg {
         InMsg::Send { sink, at, .. } => {
@@ -438,7 +470,7 @@ fn message(
         }
         InMsg::Write { target, at, len } => {
             if *at + data.len() > *len {
-                return Err(Nak::InvalidRequest);
+                return Err(Nak::InvalidRequest.into());
             }
             if let Some(t) = target {
                 let _responder = qp.rq_ci.lock();
@@ -461,13 +493,13 @@ fn finish(
     qp: &Arc<QpShared>,
     pkt: &Packet<'_>,
     msg: Option<InMsg>,
-) -> core::result::Result<(), Nak> {
+) -> core::result::Result<(), Refusal> {
     let h = &pkt.headers;
     let (wr_id, ok, byte_len, opcode) = match msg {
         Some(InMsg::Send { wr_id, sink, at }) => (wr_id, sink.is_some(), at, WcOpcode::Recv),
         Some(InMsg::Write { at, len, .. }) => {
             if at != len {
-                return Err(Nak::InvalidRequest);
+                return Err(Nak::InvalidRequest.into());
             }
             if h.imm.is_none() {
                 return Ok(());
@@ -475,12 +507,11 @@ fn finish(
             // The immediate data takes a receive WQE, whose memory stays untouched.
             let wr_id = match take_receive(dev, qp) {
                 Ok(Ok((wr_id, _))) | Ok(Err(wr_id)) => wr_id,
-                Err(Response::Nak(nak)) => return Err(nak),
-                Err(_) => return Err(Nak::InvalidRequest),
+                Err(response) => return Err(response.into()),
             };
             (wr_id, true, len, WcOpcode::RecvRdmaWithImm)
         }
-        None => return Err(Nak::InvalidRequest),
+        None => return Err(Nak::InvalidRequest.into()),
     };
     let done = ReceiveDone {
         wr_id,
@@ -499,8 +530,7 @@ fn finish(
     };
     match finish_receive(dev, qp, &done, status) {
         Response::Ack if ok => Ok(()),
-        Response::Nak(nak) => Err(nak),
-        _ => Err(Nak::InvalidRequest),
+        response => Err(response.into()),
     }
 }
 
@@ -514,11 +544,11 @@ fn read(
     pkt: &Packet<'_>,
     pmtu: usize,
     msn: u32,
-) -> core::result::Result<u32, Nak> {
+) -> core::result::Result<u32, Refusal> {
     let reth = pkt.headers.reth.ok_or(Nak::InvalidRequest)?;
     let len = reth.len as usize;
     let source = reth_memory(dev, qp, &reth, access::REMOTE_READ)?;
-    send_read_responses(
+    Ok(send_read_responses(
         dev,
         ends,
         pkt.headers.bth.psn,
@@ -526,7 +556,7 @@ fn read(
         len,
         pmtu,
         msn,
-    )
+    )?)
 }
 
 /// The memory an RDMA WRITE or READ names in its RETH, checked for rights `need` (the QP's
@@ -536,15 +566,12 @@ fn reth_memory(
     qp: &Arc<QpShared>,
     reth: &Reth,
     need: u32,
-) -> core::result::Result<Option<Segments>, Nak> {
+) -> core::result::Result<Option<Segments>, Refusal> {
     let len = reth.len as usize;
     if len == 0 {
         return Ok(None);
     }
-    let _responder = resp::lock(qp, need).map_err(|r| match r {
-        Response::Nak(nak) => nak,
-        _ => Nak::InvalidRequest,
-    })?;
+    let _responder = resp::lock(qp, need).map_err(Refusal::from)?;
     let at = Remote {
         va: reth.va,
         rkey: reth.rkey,
@@ -607,7 +634,7 @@ fn atomic(
     ends: &Ends,
     w: &mut WireResp,
     pkt: &Packet<'_>,
-) -> core::result::Result<u32, Nak> {
+) -> core::result::Result<u32, Refusal> {
     let h = &pkt.headers;
     let a = h.atomic.ok_or(Nak::InvalidRequest)?;
     let op = if h.bth.opcode.operation() == Operation::CompareSwap {
@@ -624,8 +651,7 @@ fn atomic(
     };
     let old = match resp::atomic(dev, qp, QpType::Rc, at, op) {
         Response::AtomicAck(old) => old,
-        Response::Nak(nak) => return Err(nak),
-        _ => return Err(Nak::InvalidRequest),
+        response => return Err(response.into()),
     };
     w.resources.keep(Resource::Atomic {
         psn: h.bth.psn,
