@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # What a build-time choice of the module costs: runs in the VM and loads, in turn, the built
 # srdma.ko of the booted kernel ("built") and the modules named on the command line
-# (LABEL=PATH), ROUNDS rounds each (3), and prints perftest's figures for all, pinned as
-# `make bench` pins them. Measure on the bench kernel. What the tracepoints cost when off,
-# against a module whose events fire nothing:
+# (LABEL=PATH), ROUNDS rounds each (3, `env ROUNDS=5` in the VM command), and prints
+# perftest's figures for all, pinned as `make bench` pins them. Measure on the bench kernel.
+# What the tracepoints cost when off, against a module whose events fire nothing:
 #   SRDMA_NO_TRACE_EVENTS=1 make bench-kernel
 #   cp "$SRDMA_BENCH_BUILD/drivers/infiniband/sw/srdma/srdma.ko" /tmp/srdma-notrace.ko
 #   make bench-kernel
-#   SRDMA_BUILD=$SRDMA_BENCH_BUILD tools/vm/run.sh -- "$PWD/tools/bench/module-ab.sh" \
-#       notrace=/tmp/srdma-notrace.ko
+#   SRDMA_BUILD=$SRDMA_BENCH_BUILD tools/vm/run.sh -- env ROUNDS=5 \
+#       "$PWD/tools/bench/module-ab.sh" notrace=/tmp/srdma-notrace.ko
 # What counting costs: the same with params::COUNTING set to false instead.
 [ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
 . "$(dirname "$0")/../../selftests/lib.sh"
@@ -35,8 +35,16 @@ run() {
 	wait
 	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1 | awk -v p=$p '{ if (p ~ /lat/) print $5; else print $4 }'
 }
+mods=("built=$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" "$@")
 for round in $(seq "${ROUNDS:-3}"); do
-for arg in "built=$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" "$@"; do
+# Odd rounds in the order given, even rounds reversed: what the position in a round does to the
+# figures (a host that warms up or quietens) falls on every module alike.
+order=("${mods[@]}")
+if [ $((round % 2)) = 0 ]; then
+	order=()
+	for ((i = ${#mods[@]} - 1; i >= 0; i--)); do order+=("${mods[i]}"); done
+fi
+for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
 	pair
