@@ -251,7 +251,9 @@ def write_markdown(d, path):
     L.append("")
     L.append(
         "- Every device ran in the same boot, its runs interleaved with the others' (for each "
-        "run, test and size, every device in turn), after a warm-up; client and server pinned "
+        "run, test and size, every device in turn), "
+        f"{'without a warm-up (the smoke subset)' if env.get('quick') == '1' else 'after a warm-up'}"
+        "; client and server pinned "
         "to different vCPUs. Host noise falls on all alike, so the ratios are the result; the "
         "absolute figures are those of an emulated CPU."
     )
