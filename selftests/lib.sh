@@ -144,6 +144,17 @@ setup_veth() {
 	ip link set "$2" up
 }
 
+# netns_veth NS_A IF_A ADDR_A NS_B IF_B ADDR_B: two new network namespaces joined by a veth
+# pair, each end with its IPv4 address (ADDR/24) and up, loopback up too. Fails if any step
+# does.
+netns_veth() {
+	ip netns add "$1" && ip netns add "$4" &&
+		ip link add "$2" netns "$1" type veth peer name "$5" netns "$4" &&
+		ip -n "$1" addr add "$3/24" dev "$2" && ip -n "$4" addr add "$6/24" dev "$5" &&
+		ip -n "$1" link set "$2" up && ip -n "$4" link set "$5" up &&
+		ip -n "$1" link set lo up && ip -n "$4" link set lo up
+}
+
 # port_state DEV: the port state name from sysfs ("ACTIVE", "DOWN").
 port_state() {
 	local s

@@ -61,15 +61,8 @@ cleanup() {
 	srdma_pair_cleanup
 }
 trap cleanup EXIT
-ip netns add "$NS" && ip netns add "$PEER_NS" || skip_all "cannot create network namespaces"
-ip link add ta netns "$NS" type veth peer name tb netns "$PEER_NS"
-ip -n "$NS" addr add 10.63.0.1/24 dev ta
-ip -n "$PEER_NS" addr add 10.63.0.2/24 dev tb
-for n in "$NS ta" "$PEER_NS tb"; do
-	set -- $n
-	ip -n "$1" link set "$2" up
-	ip -n "$1" link set lo up
-done
+netns_veth "$NS" ta 10.63.0.1 "$PEER_NS" tb 10.63.0.2 ||
+	skip_all "cannot create network namespaces joined by a veth pair"
 ip netns exec "$NS" rdma link add srdma_ta type srdma netdev ta &&
 	ip netns exec "$PEER_NS" rdma link add srdma_tb type srdma netdev tb ||
 	skip_all "cannot create srdma devices in the namespaces"

@@ -17,16 +17,11 @@
 modprobe srdma && rmmod srdma
 port=19500
 pair() {
-	ip link add sd0 type veth peer name sd1
-	ip addr add 10.51.0.1/24 dev sd0; ip addr add 10.51.0.2/24 dev sd1
-	ip link set sd0 up; ip link set sd1 up
-	sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.sd0.accept_local=1 net.ipv4.conf.sd1.accept_local=1
-	rdma link add srdma_a type srdma netdev sd0; rdma link add srdma_b type srdma netdev sd1
+	srdma_pair
 	wait_for 10 has_gid srdma_a "$(ipv4_gid 10.51.0.1)"
 	wait_for 10 has_gid srdma_b "$(ipv4_gid 10.51.0.2)"
 	ga=$(gid_index srdma_a "$(ipv4_gid 10.51.0.1)") gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
 }
-unpair() { rdma link delete srdma_a; rdma link delete srdma_b; ip link del sd0; }
 run() {
 	local p=$1; shift; port=$((port + 1))
 	timeout 120 taskset -c 0 $p -F -d srdma_a -x "$ga" -p $port "$@" > /tmp/srv.log 2>&1 &
@@ -49,7 +44,7 @@ for arg in "${order[@]}"; do
 	insmod "${arg#*=}"
 	pair
 	echo "$mod round $round: send_lat8 $(run ib_send_lat -s 8 -n 3000) write_lat8 $(run ib_write_lat -s 8 -n 3000) send_bw64 $(run ib_send_bw -s 64 -n 5000) write_bw64K $(run ib_write_bw -s 65536 -n 2000)"
-	unpair
+	srdma_pair_cleanup
 	rmmod srdma
 done
 done

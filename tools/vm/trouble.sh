@@ -91,11 +91,7 @@ scenario_4() {
 	echo "=== 4. The peer went away (on the wire): retransmits, then RETRY_EXC_ERR"
 	srdma_pair_cleanup
 	NS=trouble_a PEER_NS=trouble_b
-	ip netns add $NS && ip netns add $PEER_NS
-	ip link add ta netns $NS type veth peer name tb netns $PEER_NS
-	ip -n $NS addr add 10.64.0.1/24 dev ta && ip -n $PEER_NS addr add 10.64.0.2/24 dev tb
-	ip -n $NS link set ta up && ip -n $PEER_NS link set tb up
-	ip -n $NS link set lo up && ip -n $PEER_NS link set lo up
+	netns_veth $NS ta 10.64.0.1 $PEER_NS tb 10.64.0.2
 	ip netns exec $NS rdma link add srdma_ta type srdma netdev ta
 	ip netns exec $PEER_NS rdma link add srdma_tb type srdma netdev tb
 	wait_for 10 has_gid srdma_ta "$(ipv4_gid 10.64.0.1)"
