@@ -64,7 +64,7 @@ static void new_pair(struct ibv_qp **a, struct ibv_qp **b)
 	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 16, .max_recv_wr = 16,
 						.max_send_sge = 4, .max_recv_sge = 4,
-						.max_inline_data = 256 } };
+						.max_inline_data = 1024 } };
 
 	*a = ibv_create_qp(pd, &ia);
 	max_inline = ia.cap.max_inline_data;

@@ -24,7 +24,7 @@ struct side {
 };
 
 /* The index of the first IPv4-mapped GID of port 1 after index `after`, or -1. */
-static int next_v4_gid(struct side *s, int after, union ibv_gid *gid)
+static inline int next_v4_gid(struct side *s, int after, union ibv_gid *gid)
 {
 	static const unsigned char v4[12] = { [10] = 0xff, [11] = 0xff };
 
@@ -36,7 +36,7 @@ static int next_v4_gid(struct side *s, int after, union ibv_gid *gid)
 
 /* Opens side s on device name with a buffer of len bytes registered with access; bails out
  * of the test if it cannot. */
-static void open_side(struct side *s, const char *name, size_t len, int access)
+static inline void open_side(struct side *s, const char *name, size_t len, int access)
 {
 	s->ctx = open_dev(name);
 	s->pd = s->ctx ? ibv_alloc_pd(s->ctx) : NULL;
@@ -51,7 +51,7 @@ static void open_side(struct side *s, const char *name, size_t len, int access)
 }
 
 /* An RC or UC QP of side s on its CQ. */
-static struct ibv_qp *side_qp(struct side *s, enum ibv_qp_type type)
+static inline struct ibv_qp *side_qp(struct side *s, enum ibv_qp_type type)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = type,
@@ -69,7 +69,8 @@ struct conn {
 };
 
 /* Brings qp from any state to RTS, connected to dqpn at gid as c says. */
-static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid, struct conn c)
+static inline int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid,
+			     struct conn c)
 {
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
 	int rc = qp->qp_type == IBV_QPT_RC;
@@ -102,8 +103,8 @@ static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid, stru
 
 /* Posts one signaled WR of opcode op with one SGE (lkey, addr, len); RDMA and atomics go to
  * raddr under rkey. */
-static int post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t lkey, uint64_t addr,
-		    uint32_t len, uint64_t raddr, uint32_t rkey)
+static inline int post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t lkey,
+			   uint64_t addr, uint32_t len, uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
@@ -114,7 +115,7 @@ static int post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t lkey, uin
 }
 
 /* Posts one receive of len bytes of s's buffer. */
-static int post_recv_one(struct ibv_qp *qp, struct side *s, uint32_t len)
+static inline int post_recv_one(struct ibv_qp *qp, struct side *s, uint32_t len)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = len, .lkey = s->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -124,7 +125,7 @@ static int post_recv_one(struct ibv_qp *qp, struct side *s, uint32_t len)
 
 /* The next completion on cq within ms milliseconds: its status (the completion in *wc), -1
  * if none came, -2 if polling failed. */
-static int next_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
+static inline int next_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
 {
 	for (int i = 0; i < ms; i++) {
 		int n = ibv_poll_cq(cq, 1, wc);

@@ -307,6 +307,16 @@ int main(int argc, char **argv)
 		errno = 0;
 		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 1, .max_inline_data = 100000 });
 		result(!bad && errno == EINVAL, "max_inline_data above the device's: EINVAL");
+		errno = 0;
+		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 1, .max_inline_data = 1025 });
+		result(!bad && errno == EINVAL, "max_inline_data 1025 (above 1 KiB): EINVAL");
+		ia = (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+						.cap = { .max_send_wr = 1, .max_inline_data = 1024 } };
+		bad = ibv_create_qp(pd, &ia);
+		result(bad && ia.cap.max_inline_data == 1024, "max_inline_data 1024: taken (%u)",
+		       ia.cap.max_inline_data);
+		if (bad)
+			ibv_destroy_qp(bad);
 
 		result(rc && !ibv_destroy_qp(rc) && !ibv_destroy_qp(uc) && !ibv_destroy_qp(ud),
 		       "destroy the QPs");

@@ -7,9 +7,17 @@
  *  - a QP reused after RESET while its first connection still had a WQE in flight: the second
  *    connection runs from a clean start, and nothing of the first comes back;
  *  - a QP destroyed with 128 MiB of RDMA WRITEs queued and in flight: destroy returns, nothing
- *    of the destroyed QP completes, and the devices go on talking.
+ *    of the destroyed QP completes, and the devices go on talking;
+ *  - RDMA ATOMIC WRITEs (ibv_wr_atomic_write) both ways: 64 in one batch, more than the
+ *    responder resources of the connection, each landing whole, and one to an unaligned
+ *    address refused.
  *
- *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX
+ *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX [lossy]
+ *
+ * With "lossy" (a link that loses, duplicates, reorders or corrupts packets) it sends only
+ * 256 KiB of each opcode each way: both QPs stay until both ends have completed, so that an
+ * acknowledgement lost at the end is sent again, where a program that exits at its last
+ * completion leaves its peer retrying into nothing.
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -195,19 +203,18 @@ static void transfer(struct end *r, struct ibv_qp *rq, struct end *d, struct ibv
 		       ibv_wc_status_str(rwc.status), rwc.byte_len);
 }
 
-/* Messages of 1 MiB and 8 MiB each way, each opcode. */
-static void large(void)
+/* A message of each length in lens[0..n) each way, each opcode. */
+static void messages(const size_t *lens, unsigned int n)
 {
 	struct ibv_qp *s = rc_qp(&ends[0]), *p = rc_qp(&ends[1]);
 	enum ibv_wr_opcode ops[] = { IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ };
-	size_t lens[] = { 1 << 20, BIG };
 
 	if (!s || !p || connect_qp(s, &ends[0], &ends[1], p->qp_num, 100, 200, 14) ||
 	    connect_qp(p, &ends[1], &ends[0], s->qp_num, 200, 100, 14)) {
-		result(0, "large messages: an RC QP on each device, connected");
+		result(0, "messages: an RC QP on each device, connected");
 		return;
 	}
-	for (unsigned int l = 0; l < 2; l++)
+	for (unsigned int l = 0; l < n; l++)
 		for (unsigned int o = 0; o < 3; o++) {
 			transfer(&ends[0], s, &ends[1], p, ops[o], lens[l]);
 			transfer(&ends[1], p, &ends[0], s, ops[o], lens[l]);
@@ -304,11 +311,80 @@ static void destroy_in_flight(void)
 	ibv_destroy_qp(pq);
 }
 
+/* An RC QP of end e with the work-request API for ATOMIC WRITE. */
+static struct ibv_qp *atomic_write_qp(struct end *e)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC, .pd = e->pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp_ex(e->ctx, &ia);
+}
+
+#define AW_BATCH 64
+
+/*
+ * d writes AW_BATCH words into r's buffer with ATOMIC WRITEs in one batch (the last one
+ * signaled): each word lands as its 8 bytes; then one to an unaligned address, which r refuses.
+ */
+static void atomic_writes(struct end *d, struct ibv_qp *dq, struct end *r)
+{
+	uint64_t *words = (uint64_t *)(r->buf + BIG), vals[AW_BATCH];
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(dq);
+	struct ibv_wc wc;
+	int ok, others = 0;
+
+	memset(words, 0, (AW_BATCH + 1) * sizeof(*words));
+	ibv_wr_start(x);
+	for (int i = 0; i < AW_BATCH; i++) {
+		vals[i] = 0x0101010101010101ull * (i + 1) ^ (uint64_t)rand() << 16;
+		x->wr_id = 300 + i;
+		x->wr_flags = i == AW_BATCH - 1 ? IBV_SEND_SIGNALED : 0;
+		ibv_wr_atomic_write(x, r->mr->rkey, (uintptr_t)&words[i], &vals[i]);
+	}
+	ok = !ibv_wr_complete(x) && wait_wc(d, 300 + AW_BATCH - 1, WAIT_S, &wc, &others) &&
+	     wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_ATOMIC_WRITE && !others;
+	ok = ok && !memcmp(words, vals, sizeof(vals)) && words[AW_BATCH] == 0;
+	result(ok, "%s -> %s: %d ATOMIC WRITEs in one batch, each word whole", d->name, r->name,
+	       AW_BATCH);
+
+	ibv_wr_start(x);
+	x->wr_id = 400;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(x, r->mr->rkey, (uintptr_t)&words[0] + 4, &vals[0]);
+	ok = !ibv_wr_complete(x) && wait_wc(d, 400, WAIT_S, &wc, NULL);
+	result(ok && wc.status == IBV_WC_REM_INV_REQ_ERR && words[1] == vals[1],
+	       "%s -> %s: an ATOMIC WRITE to an unaligned address: %s", d->name, r->name,
+	       ok ? ibv_wc_status_str(wc.status) : "no completion");
+}
+
+static void atomic_write_both_ways(void)
+{
+	for (int dir = 0; dir < 2; dir++) {
+		struct end *d = &ends[dir], *r = &ends[!dir];
+		struct ibv_qp *dq = atomic_write_qp(d), *rq = atomic_write_qp(r);
+
+		if (!dq || !rq || connect_qp(dq, d, r, rq->qp_num, 500, 600, 14) ||
+		    connect_qp(rq, r, d, dq->qp_num, 600, 500, 14)) {
+			result(0, "%s -> %s: QPs for ATOMIC WRITE (%s)", d->name, r->name,
+			       strerror(errno));
+			continue;
+		}
+		atomic_writes(d, dq, r);
+		ibv_destroy_qp(dq);
+		ibv_destroy_qp(rq);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	printf("TAP version 13\n");
-	if (argc != 5) {
-		printf("Bail out! usage: srdma_wire SRDMA_DEV GID_INDEX PEER_DEV GID_INDEX\n");
+	if (argc != 5 && !(argc == 6 && !strcmp(argv[5], "lossy"))) {
+		printf("Bail out! usage: srdma_wire SRDMA_DEV GID_INDEX PEER_DEV GID_INDEX [lossy]\n");
 		return 1;
 	}
 	srand(7);
@@ -317,9 +393,19 @@ int main(int argc, char **argv)
 		printf("Bail out! cannot open %s and %s\n", argv[1], argv[3]);
 		return 1;
 	}
-	large();
+	if (argc == 6) {
+		static const size_t lossy[] = { 256 << 10 };
+
+		messages(lossy, 1);
+		printf("1..%d\n", test_num);
+		return failures ? 1 : 0;
+	}
+	static const size_t large[] = { 1 << 20, BIG };
+
+	messages(large, 2);
 	reuse_after_reset();
 	destroy_in_flight();
+	atomic_write_both_ways();
 	printf("1..%d\n", test_num);
 	return failures ? 1 : 0;
 }

@@ -37,7 +37,8 @@ static unsigned int max_inline;
 
 #define ALL_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE | \
 		 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                 \
-		 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |         \
+		 IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static void skip(const char *desc, const char *why)
 {
@@ -199,8 +200,9 @@ static void rc_tests(void)
 
 	new_pair(IBV_QPT_RC, ALL_OPS, &a, &b);
 	x = ibv_qp_to_qp_ex(a);
-	result(x != NULL && x->wr_send && x->wr_atomic_fetch_add && !x->wr_send_inv,
-	       "RC QP with all 7 send ops: ibv_qp_to_qp_ex gives the builders asked for");
+	result(x != NULL && x->wr_send && x->wr_atomic_fetch_add && x->wr_atomic_write &&
+		       !x->wr_send_inv,
+	       "RC QP with all 8 send ops: ibv_qp_to_qp_ex gives the builders asked for");
 	if (!x)
 		return;
 
@@ -354,6 +356,19 @@ static void rc_tests(void)
 		ret = ibv_wr_complete(x);
 		result(!ret && completes(11, IBV_WC_COMP_SWAP, 0, -1, 0, NULL) && *old == 7 &&
 		       *word == 7, "wr_atomic_cmp_swp that does not match leaves the word");
+
+		/* The 8 bytes as they lie in memory, from an unaligned source. */
+		static const unsigned char bytes[9] = { 0, 1, 2, 3, 4, 5, 6, 7, 8 };
+
+		word[1] = 0xabababababababab;
+		ibv_wr_start(x);
+		x->wr_id = 12;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(x, B.mr->rkey, (uintptr_t)word, bytes + 1);
+		ret = ibv_wr_complete(x);
+		result(!ret && completes(12, IBV_WC_ATOMIC_WRITE, 0, -1, 0, NULL) &&
+		       !memcmp(word, bytes + 1, 8) && word[1] == 0xabababababababab,
+		       "wr_atomic_write: the 8 bytes, and nothing after them");
 	}
 
 	/* Six work requests in one batch; only some signaled. */
@@ -511,6 +526,75 @@ static void rc_tests(void)
 	ibv_destroy_qp(b);
 }
 
+/* IB_UVERBS_DEVICE_ATOMIC_WRITE, which Debian 12's uapi headers do not have yet. */
+#define DEVICE_ATOMIC_WRITE (1ULL << 40)
+
+/*
+ * ATOMIC WRITEs the responder refuses, each on a fresh pair (the error ends the QP), the
+ * target untouched; the capability bit; and ibv_post_send, which has no field for the 8 bytes.
+ */
+static void atomic_write_tests(void)
+{
+	struct ibv_device_attr_ex dx = {};
+	uint64_t *word = (uint64_t *)(B.buf + 8192);
+	char *ro_buf = B.buf + BUF / 2;
+	struct ibv_mr *ro = ibv_reg_mr(B.pd, ro_buf, 4096, IBV_ACCESS_REMOTE_READ);
+	static const uint64_t v = 0x0102030405060708;
+	struct {
+		const char *what;
+		uint32_t rkey;
+		uint64_t addr;
+		enum ibv_wc_status want;
+	} bad[] = {
+		{ "to an address not 8-byte aligned", B.mr->rkey, (uintptr_t)word + 4,
+		  IBV_WC_REM_INV_REQ_ERR },
+		{ "under the rkey of an MR without remote write", ro ? ro->rkey : 0,
+		  (uintptr_t)ro_buf, IBV_WC_REM_ACCESS_ERR },
+		{ "just past the MR's end", B.mr->rkey, (uintptr_t)B.buf + BUF,
+		  IBV_WC_REM_ACCESS_ERR },
+	};
+	struct ibv_qp *a, *b;
+	struct ibv_wc wc;
+
+	result(!ibv_query_device_ex(A.ctx, NULL, &dx) &&
+		       (dx.device_cap_flags_ex & DEVICE_ATOMIC_WRITE),
+	       "query_device_ex: the ATOMIC_WRITE capability");
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ibv_qp_ex *x;
+		int ret, got;
+
+		new_pair(IBV_QPT_RC, ALL_OPS, &a, &b);
+		x = ibv_qp_to_qp_ex(a);
+		*word = 0x5555;
+		memset(ro_buf, 0x66, 4096);
+		ibv_wr_start(x);
+		x->wr_id = 40 + i;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(x, bad[i].rkey, bad[i].addr, &v);
+		ret = ibv_wr_complete(x);
+		got = ret ? 0 : poll_n(A.cq, &wc, 1, 2000);
+		result(got == 1 && wc.wr_id == 40 + i && wc.status == bad[i].want &&
+			       *word == 0x5555 && ro_buf[0] == 0x66 && ro_buf[4095] == 0x66,
+		       "wr_atomic_write %s: %s, nothing written", bad[i].what,
+		       got ? ibv_wc_status_str(wc.status) : "no completion");
+		ibv_destroy_qp(a);
+		ibv_destroy_qp(b);
+		poll_n(B.cq, &wc, 1, 10);
+	}
+	if (ro)
+		ibv_dereg_mr(ro);
+
+	new_pair(IBV_QPT_RC, ALL_OPS, &a, &b);
+	struct ibv_send_wr wr = { .wr_id = 50, .opcode = IBV_WR_ATOMIC_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { (uintptr_t)word, B.mr->rkey } }, *bad_wr;
+
+	result(ibv_post_send(a, &wr, &bad_wr) == EOPNOTSUPP && quiet(50),
+	       "ibv_post_send with IBV_WR_ATOMIC_WRITE: EOPNOTSUPP, nothing posted");
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+}
+
 static void refused_tests(void)
 {
 	struct { enum ibv_qp_type type; uint64_t ops; const char *what; } bad[] = {
@@ -519,6 +603,7 @@ static void refused_tests(void)
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_BIND_MW, "UD with BIND_MW" },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_SEND_WITH_INV, "UD with SEND_WITH_INV" },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ, "UC with RDMA_READ" },
+		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_WRITE, "UC with ATOMIC_WRITE" },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, "UD with RDMA_WRITE" },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_TSO, "UD with TSO" },
 	};
@@ -542,6 +627,20 @@ static void refused_tests(void)
 	struct ibv_qp *qp = ibv_create_qp_ex(A.ctx, &ia);
 
 	result(qp && !ibv_qp_to_qp_ex(qp), "a QP created without SEND_OPS_FLAGS has no ibv_qp_ex");
+	if (qp)
+		ibv_destroy_qp(qp);
+
+	/* Creation flags: none set is taken (as rxe takes it), any flag is refused. */
+	ia.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	qp = ibv_create_qp_ex(A.ctx, &ia);
+	result(qp != NULL, "IBV_QP_INIT_ATTR_CREATE_FLAGS without a flag: created");
+	if (qp)
+		ibv_destroy_qp(qp);
+	ia.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+	errno = 0;
+	qp = ibv_create_qp_ex(A.ctx, &ia);
+	result(!qp && errno == EOPNOTSUPP, "IBV_QP_CREATE_SCATTER_FCS: EOPNOTSUPP (%s)",
+	       strerror(errno));
 	if (qp)
 		ibv_destroy_qp(qp);
 }
@@ -693,6 +792,7 @@ int main(int argc, char **argv)
 	open_side(&A, argc > 1 ? argv[1] : "srdma_a");
 	open_side(&B, argc > 2 ? argv[2] : "srdma_b");
 	rc_tests();
+	atomic_write_tests();
 	refused_tests();
 	uc_tests();
 	ud_tests();

@@ -72,6 +72,24 @@ void rust_helper_rdma_copy_page(struct page *dst, size_t dst_off, struct page *s
 	kunmap_local(d);
 }
 
+/*
+ * Stores val in the aligned eight bytes at off of page with release ordering: one store that
+ * a CPU sees whole, after everything written before it (an RDMA ATOMIC WRITE).
+ */
+void rust_helper_rdma_store_release_u64(struct page *page, size_t off, u64 val)
+{
+	u64 *p = kmap_local_page(page);
+
+	smp_store_release(&p[off / sizeof(u64)], val);
+	kunmap_local(p);
+}
+
+/* The page of zeroes that every read-only zero mapping shares. */
+struct page *rust_helper_rdma_zero_page(void)
+{
+	return ZERO_PAGE(0);
+}
+
 /* Continues CRC-32 (little-endian, as crc32_le) crc over len bytes at off of page. */
 u32 rust_helper_rdma_crc32_page(u32 crc, struct page *page, size_t off, size_t len)
 {

@@ -525,6 +525,7 @@ static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 	CHECK(!ret, "data: QP B to RTS (%d)", ret);
 	if (!ret) {
 		send_one(ibdev, pd, cq, a, b, 64, true);
+		send_one(ibdev, pd, cq, a, b, 128, true); /* the QPs' max_inline_data */
 		send_one(ibdev, pd, cq, a, b, 4096, false);
 		send_one(ibdev, pd, cq, a, b, 1, false);
 		sge = (struct ib_sge){ .addr = (u64)(uintptr_t)big, .length = sizeof(big),

@@ -87,7 +87,11 @@ struct srdma_alloc_ucontext_resp {
 	__u32 db_page_size;	/* SRDMA_DB_PAGE_SIZE */
 	__u32 db_record_size;	/* SRDMA_DB_RECORD_SIZE */
 	__u32 doorbell_mode;	/* SRDMA_DB_MODE_* of the context */
-	__u32 reserved;
+	/*
+	 * The lkey of the device's null MR (ibv_alloc_null_mr): in an SGE of any QP, writes
+	 * through it are discarded and reads return zeros; it is no rkey. 0 if there is none.
+	 */
+	__u32 null_mr_lkey;
 	struct srdma_db_loc ctx_db;	/* the context record, in poll mode */
 };
 
@@ -217,7 +221,13 @@ struct srdma_cqe {
 	__u8 sl;
 	__u8 dlid_path_bits;
 	__u8 network_hdr_type;	/* with IBV_WC_GRH: 2 for IPv4, 3 for IPv6 (RoCEv2) */
-	__u8 reserved[13];
+	__u8 reserved;
+	/*
+	 * With IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION: when the CQE was written, in nanoseconds
+	 * of the kernel's CLOCK_MONOTONIC (the device clock runs at 1 GHz); 0 otherwise.
+	 */
+	__aligned_u64 timestamp;
+	__u32 reserved2;
 	__u32 owner;		/* SRDMA_CQE_OWNER_PHASE */
 };
 

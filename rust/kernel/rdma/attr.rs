@@ -137,6 +137,9 @@ pub mod device_caps {
     /// Type 2B memory windows: bound by a work request, to one QP.
     pub const MEM_WINDOW_TYPE_2B: u64 =
         crate::bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
+    /// RDMA ATOMIC WRITE (IBA annex A19).
+    pub const ATOMIC_WRITE: u64 =
+        crate::bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
 }
 
 /// Kernel-only capability flags (`enum ib_kernel_cap_flags`).
@@ -239,6 +242,10 @@ pub struct DeviceAttr {
     pub max_pkeys: u16,
     /// Local CA ACK delay (exponent of 4.096 µs).
     pub local_ca_ack_delay: u8,
+    /// The bits of a completion timestamp that count (0: the device stamps no completions).
+    pub timestamp_mask: u64,
+    /// The frequency of the clock completion timestamps count, in kHz.
+    pub hca_core_clock: u64,
 }
 
 fn to_int(v: u32) -> i32 {
@@ -283,6 +290,8 @@ impl DeviceAttr {
             max_fast_reg_page_list_len: self.max_fast_reg_page_list_len,
             max_pkeys: self.max_pkeys,
             local_ca_ack_delay: self.local_ca_ack_delay,
+            timestamp_mask: self.timestamp_mask,
+            hca_core_clock: self.hca_core_clock,
             ..zeroed
         }
     }

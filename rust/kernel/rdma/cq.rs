@@ -22,8 +22,53 @@ pub struct CqInitAttr {
     pub cqe: u32,
     /// Completion vector for events.
     pub comp_vector: u32,
-    /// `IB_UVERBS_CQ_FLAGS_*`.
-    pub flags: u32,
+    /// What the creator asks of the CQ besides its size.
+    pub flags: CqFlags,
+}
+
+/// The flags a CQ is created with (`enum ib_uverbs_ex_create_cq_flags`).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::rdma::cq::CqFlags;
+///
+/// let flags = CqFlags::TIMESTAMP_COMPLETION;
+/// assert!(flags.contains(CqFlags::TIMESTAMP_COMPLETION));
+/// assert!(flags.without(CqFlags::TIMESTAMP_COMPLETION).is_empty());
+/// assert!(!CqFlags::IGNORE_OVERRUN.without(CqFlags::TIMESTAMP_COMPLETION).is_empty());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CqFlags(u32);
+
+impl CqFlags {
+    /// Each completion carries the time the device completed it.
+    pub const TIMESTAMP_COMPLETION: Self =
+        Self(bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION);
+    /// The CQ may overrun without the CQ error event.
+    pub const IGNORE_OVERRUN: Self =
+        Self(bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN);
+
+    /// Wraps the flags ib_core passes (`ib_cq_init_attr.flags`); unknown bits are kept, so
+    /// that a driver refuses what it does not know.
+    pub const fn from_raw(flags: u32) -> Self {
+        Self(flags)
+    }
+
+    /// Returns whether every flag of `other` is set.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Returns these flags without those of `other`.
+    pub const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+
+    /// Returns whether no flag is set.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
 }
 
 super::object::driver_object!(

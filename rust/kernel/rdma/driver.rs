@@ -7,7 +7,7 @@
 use super::{
     ah::Ah,
     attr::{DeviceAttr, LinkLayer, PortAttr, PortImmutable},
-    cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
+    cq::{Cq, CqEvents, CqFlags, CqInitAttr, NotifyFlags, WcWriter},
     device::Device,
     mmap::EntryInner,
     mr::{self, Mr, MrCreated, SgMapper, UserRegion},
@@ -826,7 +826,7 @@ impl<T: Driver> Adapter<T> {
                 CqInitAttr {
                     cqe: (*attr).cqe,
                     comp_vector: (*attr).comp_vector,
-                    flags: (*attr).flags,
+                    flags: CqFlags::from_raw((*attr).flags),
                 }
             };
             let udata = if attrs.is_null() {

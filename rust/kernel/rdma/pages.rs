@@ -55,6 +55,14 @@ impl<'a> PageSlice<'a> {
         })
     }
 
+    /// `len` bytes at `offset` of the kernel's page of zeroes, read-only: what a device reads
+    /// from memory that holds nothing (a null MR). `None` if the range leaves the page.
+    pub fn zeroes(offset: usize, len: usize) -> Option<PageSlice<'static>> {
+        // SAFETY: The zero page is allocated for the kernel's lifetime and always readable; the
+        // slice is not writable.
+        unsafe { PageSlice::new(bindings::rdma_zero_page(), offset, len, false) }
+    }
+
     /// The number of bytes.
     pub fn len(&self) -> usize {
         self.len
@@ -111,6 +119,21 @@ impl<'a> PageSlice<'a> {
 }
 
 impl PageSlice<'_> {
+    /// Stores `value` (native byte order) in the eight bytes at byte `at` of the slice with one
+    /// store ordered after everything written before it (release): a CPU reading them sees the
+    /// old value or the new one, never a mix. Fails with `EINVAL` if they are not 8-byte
+    /// aligned in the page, `EPERM` if the page may not be written.
+    pub fn store_u64_release(&self, at: usize, value: u64) -> Result {
+        let offset = self.at_writable(at, 8)?;
+        if offset % 8 != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: The page is valid and the device's to write for the borrow (type invariant,
+        // `at_writable`), and the aligned eight bytes lie within it (checked above).
+        unsafe { bindings::rdma_store_release_u64(self.page.as_ptr(), offset, value) };
+        Ok(())
+    }
+
     /// Continues CRC-32 `crc` (as `crc32_le`) over `n` bytes from byte `at` of the slice.
     pub fn crc32(&self, at: usize, n: usize, crc: u32) -> Result<u32> {
         let offset = self.at(at, n)?;

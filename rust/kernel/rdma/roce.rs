@@ -106,10 +106,13 @@ pub enum Operation {
     SendLastInv = 0x16,
     /// A SEND with invalidate in one packet.
     SendOnlyInv = 0x17,
+    /// An RDMA ATOMIC WRITE: eight bytes stored indivisibly (IBA annex A19), answered by an
+    /// RDMA READ response without data.
+    AtomicWrite = 0x1d,
 }
 
 impl Operation {
-    const ALL: [Operation; 23] = [
+    const ALL: [Operation; 24] = [
         Operation::SendFirst,
         Operation::SendMiddle,
         Operation::SendLast,
@@ -133,6 +136,7 @@ impl Operation {
         Operation::FetchAdd,
         Operation::SendLastInv,
         Operation::SendOnlyInv,
+        Operation::AtomicWrite,
     ];
 
     /// The extended headers that follow the BTH, in order.
@@ -142,7 +146,7 @@ impl Operation {
         match self {
             SendFirst | SendMiddle | SendLast | SendOnly | WriteMiddle | WriteLast => {}
             SendLastImm | SendOnlyImm | WriteLastImm => l.imm = true,
-            WriteFirst | WriteOnly | ReadRequest => l.reth = true,
+            WriteFirst | WriteOnly | ReadRequest | AtomicWrite => l.reth = true,
             WriteOnlyImm => (l.reth, l.imm) = (true, true),
             ReadResponseFirst | ReadResponseLast | ReadResponseOnly | Acknowledge => l.aeth = true,
             ReadResponseMiddle => {}

@@ -36,6 +36,8 @@ pub mod opcode {
     pub const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
     /// Registers the pages mapped into a fast-register MR under a key (`struct ib_reg_wr`).
     pub const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
+    /// Writes eight bytes of remote memory in one indivisible store (IBA annex A19).
+    pub const ATOMIC_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE;
 }
 
 /// `enum ib_send_flags` values.
@@ -232,29 +234,31 @@ impl<'a, T: Driver> SendWr<'a, T> {
         })
     }
 
-    /// Copies the payload of an inline send into `dst`; returns its length. Fails with
-    /// `EINVAL` if it does not fit.
-    pub fn copy_inline(&self, dst: &mut [u8]) -> Result<usize> {
-        let mut at = 0usize;
+    /// The length of the payload of an inline send: the sum of its SGEs' lengths.
+    pub fn inline_len(&self) -> usize {
+        (0..self.num_sge())
+            .filter_map(|i| self.sge(i))
+            .map(|s| s.length as usize)
+            .sum()
+    }
+
+    /// Hands the payload of an inline send to `f`, one SGE's bytes at a time, in order; stops
+    /// at the first error `f` returns.
+    pub fn inline_pieces(&self, mut f: impl FnMut(&[u8]) -> Result) -> Result {
         for i in 0..self.num_sge() {
             let Some(s) = self.sge(i) else { break };
-            let len = s.length as usize;
-            let end = at.checked_add(len).ok_or(EINVAL)?;
-            let out = dst.get_mut(at..end).ok_or(EINVAL)?;
-            if len > 0 {
-                // SAFETY: For inline sends, kernel callers pass kernel virtual addresses of
-                // `length` readable bytes that stay valid during `ib_post_send`.
-                unsafe {
-                    core::ptr::copy_nonoverlapping(
-                        s.addr as usize as *const u8,
-                        out.as_mut_ptr(),
-                        len,
-                    )
-                };
+            if s.length == 0 {
+                continue;
             }
-            at = end;
+            // SAFETY: For inline sends, kernel callers pass kernel virtual addresses of `length`
+            // readable bytes that nobody writes and that stay valid during `ib_post_send`, which
+            // outlasts this borrow.
+            let piece = unsafe {
+                core::slice::from_raw_parts(s.addr as usize as *const u8, s.length as usize)
+            };
+            f(piece)?;
         }
-        Ok(at)
+        Ok(())
     }
 }
 

@@ -1,14 +1,23 @@
-//! Completion queues: the CQE ring and the doorbell record are mapped from the kernel.
+//! Completion queues: the CQE ring and the doorbell record are mapped from the kernel, and
+//! CQEs are taken from the ring without a syscall.
 
 use crate::context::{map, SrdmaContext};
-use crate::driver::{ibv_cmd_create_cq, ibv_cmd_destroy_cq, ibv_cmd_resize_cq};
+use crate::datapath::{db_word, DB_CQ_CI};
+use crate::driver::{
+    ibv_cmd_create_cq, ibv_cmd_create_cq_ex, ibv_cmd_destroy_cq, ibv_cmd_resize_cq,
+};
 use crate::ffi::*;
+use crate::lock::CallLock;
 use crate::{create_with, set_errno};
 use core::mem::size_of;
-use core::ptr::null_mut;
+use core::ptr::{null_mut, read_volatile};
+use core::sync::atomic::{AtomicU32, Ordering};
 use libc::{c_int, c_void};
 
-/// The provider's CQ; `vcq` comes first so that `ibv_cq *` and `SrdmaCq *` are the same address.
+const CQE: usize = SRDMA_CQE_SIZE as usize;
+
+/// The provider's CQ; `vcq` comes first so that `ibv_cq *`, `ibv_cq_ex *` and `SrdmaCq *` are
+/// the same address.
 #[repr(C)]
 pub struct SrdmaCq {
     pub vcq: ibv_cq_ex,
@@ -16,8 +25,83 @@ pub struct SrdmaCq {
     pub ring_len: usize,
     pub cqe_cnt: u32,
     pub db: *mut u8,
-    /// The consumer index; the lock serialises polling.
-    pub ci: std::sync::Mutex<u32>,
+    /// What polling keeps; the lock serialises polling.
+    pub poll: CallLock<PollState>,
+}
+
+/// The consumer's state of a CQ.
+#[derive(Default)]
+pub struct PollState {
+    /// The free-running index of the next CQE to take.
+    pub ci: u32,
+    /// The CQE the `ibv_wc_read_*` functions read, between `ibv_start_poll` and
+    /// `ibv_end_poll`.
+    pub cur: srdma_cqe,
+}
+
+impl SrdmaCq {
+    fn new() -> Self {
+        Self {
+            vcq: ibv_cq_ex::default(),
+            ring: null_mut(),
+            ring_len: 0,
+            cqe_cnt: 0,
+            db: null_mut(),
+            poll: CallLock::new(PollState::default()),
+        }
+    }
+
+    /// Takes the CQE at consumer index `ci` if the kernel has finished writing it, and moves
+    /// `ci` past it. The slot stays the consumer's until [`SrdmaCq::publish`] gives it back.
+    pub(crate) fn take(&self, ci: &mut u32) -> Option<srdma_cqe> {
+        let cnt = self.cqe_cnt;
+        let slot = (*ci & (cnt - 1)) as usize * CQE;
+        // SAFETY: The slot lies within the mapped ring; the kernel writes the owner word
+        // atomically.
+        let owner = unsafe { AtomicU32::from_ptr(self.ring.add(slot + CQE - 4).cast()) };
+        let phase = ((*ci / cnt) & 1) ^ 1;
+        if owner.load(Ordering::Acquire) & SRDMA_CQE_OWNER_PHASE != phase {
+            return None;
+        }
+        // SAFETY: The owner word says the kernel finished writing this CQE, and it does not
+        // write the slot again before the consumer index passes it.
+        let cqe = unsafe { read_volatile(self.ring.add(slot).cast::<srdma_cqe>()) };
+        *ci = ci.wrapping_add(1);
+        Some(cqe)
+    }
+
+    /// Tells the kernel that the CQEs before `ci` are consumed.
+    pub(crate) fn publish(&self, ci: u32) {
+        // SAFETY: The doorbell record is mapped while the CQ exists.
+        unsafe { db_word(self.db, DB_CQ_CI) }.store(ci, Ordering::Release);
+    }
+
+    /// Maps the ring and doorbell record the kernel described in `d`.
+    fn map(&mut self, ctx: &SrdmaContext, d: &srdma_create_cq_resp) -> Result<(), c_int> {
+        let ring = map(ctx.cmd_fd(), d.ring_mmap_key, d.ring_size as usize)?;
+        self.ring = ring;
+        self.ring_len = d.ring_size as usize;
+        self.cqe_cnt = d.cqe_cnt;
+        self.db = ctx.doorbell(&d.db)?;
+        Ok(())
+    }
+
+    /// Undoes a creation that failed after the kernel made the CQ: the CQ was not handed out.
+    ///
+    /// # Safety
+    ///
+    /// `cq` must come from [`create_with`] and must not be used afterwards.
+    unsafe fn abandon(cq: *mut SrdmaCq, err: c_int) {
+        // SAFETY: Guaranteed by the caller.
+        unsafe {
+            ibv_cmd_destroy_cq(cq.cast());
+            if !(*cq).ring.is_null() {
+                libc::munmap((*cq).ring.cast(), (*cq).ring_len);
+            }
+            drop(Box::from_raw(cq));
+        }
+        set_errno(err);
+    }
 }
 
 #[repr(C)]
@@ -35,16 +119,8 @@ pub(crate) unsafe extern "C" fn create_cq(
 ) -> *mut ibv_cq {
     // SAFETY: `ctx` is one of our contexts.
     let sctx = unsafe { SrdmaContext::from_ibv(ctx) };
-    let cq = SrdmaCq {
-        vcq: ibv_cq_ex::default(),
-        ring: null_mut(),
-        ring_len: 0,
-        cqe_cnt: 0,
-        db: null_mut(),
-        ci: std::sync::Mutex::new(0),
-    };
     let mut resp = CreateCqResp::default();
-    let Some(cq) = create_with(cq, |cq| {
+    let Some(cq) = create_with(SrdmaCq::new(), |cq| {
         // SAFETY: Valid context, object and response buffer (core, then srdma's part).
         unsafe {
             ibv_cmd_create_cq(
@@ -62,30 +138,68 @@ pub(crate) unsafe extern "C" fn create_cq(
     }) else {
         return null_mut();
     };
-    let d = &resp.drv;
-    let mapped = map(sctx.cmd_fd(), d.ring_mmap_key, d.ring_size as usize)
-        .and_then(|ring| sctx.doorbell(&d.db).map(|db| (ring, db)));
-    match mapped {
-        Ok((ring, db)) => {
-            // SAFETY: `cq` is ours until returned.
-            unsafe {
-                (*cq).ring = ring;
-                (*cq).ring_len = d.ring_size as usize;
-                (*cq).cqe_cnt = d.cqe_cnt;
-                (*cq).db = db;
-            }
+    // SAFETY: `cq` is ours until returned.
+    match unsafe { (*cq).map(sctx, &resp.drv) } {
+        Ok(()) => cq.cast(),
+        Err(e) => {
+            // SAFETY: Made above, not handed out.
+            unsafe { SrdmaCq::abandon(cq, e) };
+            null_mut()
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct CreateCqExResp {
+    core: ib_uverbs_ex_create_cq_resp,
+    drv: srdma_create_cq_resp,
+}
+
+/// `ibv_create_cq_ex`: the same CQ as `ibv_create_cq`, read through the extended polling
+/// functions of [`crate::cq_ex`]; with a completion timestamp among `wc_flags` the kernel
+/// stamps every CQE.
+pub(crate) unsafe extern "C" fn create_cq_ex(
+    ctx: *mut ibv_context,
+    attr: *mut ibv_cq_init_attr_ex,
+) -> *mut ibv_cq_ex {
+    // SAFETY: libibverbs passes a valid attribute structure.
+    let attr = unsafe { &*attr };
+    if let Err(e) = crate::cq_ex::check_init_attr(attr) {
+        set_errno(e);
+        return null_mut();
+    }
+    // SAFETY: `ctx` is one of our contexts.
+    let sctx = unsafe { SrdmaContext::from_ibv(ctx) };
+    let mut resp = CreateCqExResp::default();
+    let Some(cq) = create_with(SrdmaCq::new(), |cq| {
+        // SAFETY: Valid context, attributes, object (a `verbs_cq` comes first) and response
+        // buffer (core, then srdma's part).
+        unsafe {
+            ibv_cmd_create_cq_ex(
+                ctx,
+                attr,
+                cq.cast(),
+                null_mut(),
+                0,
+                (&mut resp as *mut CreateCqExResp).cast(),
+                size_of::<CreateCqExResp>(),
+                0,
+            )
+        }
+    }) else {
+        return null_mut();
+    };
+    // SAFETY: `cq` is ours until returned.
+    match unsafe { (*cq).map(sctx, &resp.drv) } {
+        Ok(()) => {
+            // SAFETY: As above.
+            crate::cq_ex::install(unsafe { &mut (*cq).vcq }, attr.wc_flags);
             cq.cast()
         }
         Err(e) => {
-            // SAFETY: Undo the creation; the CQ was not handed out.
-            unsafe {
-                ibv_cmd_destroy_cq(cq.cast());
-                if !(*cq).ring.is_null() {
-                    libc::munmap((*cq).ring.cast(), d.ring_size as usize);
-                }
-                drop(Box::from_raw(cq));
-            }
-            set_errno(e);
+            // SAFETY: Made above, not handed out.
+            unsafe { SrdmaCq::abandon(cq, e) };
             null_mut()
         }
     }
@@ -144,9 +258,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
                 (*cq).ring_len = d.ring_size as usize;
                 (*cq).cqe_cnt = d.cqe_cnt;
                 // The kernel moved the pending CQEs to the start of the new ring.
-                if let Ok(mut ci) = (*cq).ci.lock() {
-                    *ci = 0;
-                }
+                (*cq).poll.lock().ci = 0;
             }
             0
         }

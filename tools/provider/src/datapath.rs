@@ -11,7 +11,7 @@ use crate::driver::ibv_cmd_post_send;
 use crate::ffi::*;
 use crate::qp::SrdmaQp;
 use crate::wqe::{self, SqWqe};
-use core::ptr::{null_mut, read_volatile};
+use core::ptr::null_mut;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 use libc::c_int;
 
@@ -21,13 +21,12 @@ pub(crate) const DB_SQ_PI: usize = 0;
 const DB_RQ_PI: usize = 4;
 pub(crate) const DB_SQ_CI: usize = 8;
 const DB_RQ_CI: usize = 12;
-const DB_CQ_CI: usize = 0;
+pub(crate) const DB_CQ_CI: usize = 0;
 const DB_CQ_ARM: usize = 4;
 const DB_CTX_FLAGS: usize = 0;
 
 const SGE: usize = SRDMA_SGE_SIZE as usize;
 const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;
-const CQE: usize = SRDMA_CQE_SIZE as usize;
 
 /// # Safety
 ///
@@ -92,6 +91,10 @@ pub(crate) unsafe fn build_send_wqe(
     size: usize,
 ) -> Result<(), c_int> {
     let opcode = wqe::opcode(wr.opcode).ok_or(libc::EOPNOTSUPP)?;
+    // `struct ibv_send_wr` has no field for the 8 bytes: ibv_wr_atomic_write only.
+    if wr.opcode == ibv_wr_opcode_IBV_WR_ATOMIC_WRITE {
+        return Err(libc::EOPNOTSUPP);
+    }
     let qp = &q.vqp.qp_ex.qp_base;
     if !wqe::valid_on(wr.opcode, qp.qp_type) {
         return Err(libc::EINVAL);
@@ -364,21 +367,12 @@ pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only:
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
     // SAFETY: `ibcq` is a CQ of ours.
     let cq = unsafe { &*ibcq.cast::<SrdmaCq>() };
-    let Ok(mut ci) = cq.ci.lock() else {
-        return -1;
-    };
-    let cnt = cq.cqe_cnt;
+    let mut poll = cq.poll.lock();
     let mut n = 0;
     while n < ne.max(0) {
-        let slot = (*ci & (cnt - 1)) as usize * CQE;
-        // SAFETY: The slot lies within the mapped ring.
-        let owner = unsafe { AtomicU32::from_ptr(cq.ring.add(slot + CQE - 4).cast()) };
-        let phase = ((*ci / cnt) & 1) ^ 1;
-        if owner.load(Ordering::Acquire) & SRDMA_CQE_OWNER_PHASE != phase {
+        let Some(c) = cq.take(&mut poll.ci) else {
             break;
-        }
-        // SAFETY: The owner word says the kernel finished writing this CQE.
-        let c = unsafe { read_volatile(cq.ring.add(slot).cast::<srdma_cqe>()) };
+        };
         let out = ibv_wc {
             wr_id: c.wr_id,
             status: c.status,
@@ -400,12 +394,10 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
         };
         // SAFETY: `wc` has room for `ne` entries (verbs contract).
         unsafe { wc.add(n as usize).write(out) };
-        *ci = ci.wrapping_add(1);
         n += 1;
     }
     if n > 0 {
-        // SAFETY: The doorbell record is mapped while the CQ exists.
-        unsafe { db_word(cq.db, DB_CQ_CI) }.store(*ci, Ordering::Release);
+        cq.publish(poll.ci);
     }
     n
 }

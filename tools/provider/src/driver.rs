@@ -2,6 +2,7 @@
 //! `IBVERBS_PRIVATE_34`) that srdma uses. rdma-core does not install that header, so these are
 //! declared here from its documented layout; the tests at the bottom pin the sizes and offsets.
 
+use crate::ffi::ibv_cq_init_attr_ex;
 use crate::ffi::{ib_uverbs_alloc_mw_resp, ibv_mw, ibv_mw_type};
 use crate::ffi::{ib_uverbs_create_qp_resp, ibv_qp_init_attr_ex};
 use crate::ffi::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_srq, ibv_srq_attr, ibv_srq_init_attr};
@@ -81,6 +82,10 @@ pub struct VerbsMr {
     pub access: c_int,
 }
 
+/// `IBV_MR_TYPE_NULL_MR` of `enum ibv_mr_type`: libibverbs leaves the fork protection of such
+/// an MR's (absent) range alone.
+pub const IBV_MR_TYPE_NULL_MR: u32 = 1;
+
 /// `struct verbs_srq`.
 #[repr(C)]
 pub struct VerbsSrq {
@@ -121,6 +126,9 @@ pub mod op {
     pub const BIND_MW: usize = 10;
     pub const DEALLOC_MW: usize = 25;
     pub const CREATE_CQ: usize = 15;
+    pub const CREATE_CQ_EX: usize = 16;
+    pub const ALLOC_NULL_MR: usize = 3;
+    pub const QUERY_RT_VALUES: usize = 63;
     pub const CREATE_QP: usize = 19;
     pub const CREATE_QP_EX: usize = 20;
     pub const DEALLOC_PD: usize = 26;
@@ -186,6 +194,16 @@ extern "C" {
         cmd_size: usize,
         resp: *mut c_void,
         resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_create_cq_ex(
+        ctx: *mut ibv_context,
+        cq_attr: *const ibv_cq_init_attr_ex,
+        cq: *mut c_void,
+        cmd: *mut c_void,
+        cmd_size: usize,
+        resp: *mut c_void,
+        resp_size: usize,
+        cmd_flags: u32,
     ) -> c_int;
     pub fn ibv_cmd_destroy_cq(cq: *mut ibv_cq) -> c_int;
     pub fn ibv_cmd_resize_cq(
@@ -350,6 +368,9 @@ mod tests {
             (op::BIND_MW, "bind_mw"),
             (op::CREATE_AH, "create_ah"),
             (op::CREATE_CQ, "create_cq"),
+            (op::CREATE_CQ_EX, "create_cq_ex"),
+            (op::ALLOC_NULL_MR, "alloc_null_mr"),
+            (op::QUERY_RT_VALUES, "query_rt_values"),
             (op::CREATE_QP, "create_qp"),
             (op::CREATE_QP_EX, "create_qp_ex"),
             (op::CREATE_SRQ, "create_srq"),
@@ -418,6 +439,7 @@ mod tests {
         assert_eq!(size_of::<srdma_sge>(), SRDMA_SGE_SIZE as usize);
         assert_eq!(size_of::<srdma_cqe>(), SRDMA_CQE_SIZE as usize);
         assert_eq!(offset_of!(srdma_cqe, owner), SRDMA_CQE_SIZE as usize - 4);
+        assert_eq!(offset_of!(srdma_cqe, timestamp), 48);
         assert_eq!(size_of::<srdma_qp_db>(), SRDMA_DB_RECORD_SIZE as usize);
         assert_eq!(size_of::<srdma_cq_db>(), SRDMA_DB_RECORD_SIZE as usize);
         assert_eq!(offset_of!(VerbsQp, comp_mask), 352);

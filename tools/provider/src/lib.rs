@@ -8,6 +8,7 @@
 pub mod ah;
 pub mod context;
 pub mod cq;
+pub mod cq_ex;
 pub mod datapath;
 pub mod driver;
 pub mod ffi;

@@ -1,7 +1,9 @@
-//! The lock of a send queue. `ibv_post_send` holds it for one call, the work-request API from
-//! `ibv_wr_start` to `ibv_wr_complete` or `ibv_wr_abort`: across calls from C, which a
-//! `std::sync::Mutex` guard cannot express. A futex word with three states (unlocked, locked,
-//! locked with waiters) keeps the uncontended path free of syscalls.
+//! A lock that one thread may hold across calls from C, which a `std::sync::Mutex` guard cannot
+//! express: a send queue's, held by `ibv_post_send` for one call and by the work-request API
+//! from `ibv_wr_start` to `ibv_wr_complete` or `ibv_wr_abort`, and a CQ's, held by
+//! `ibv_poll_cq` for one call and by the extended CQ from `ibv_start_poll` to `ibv_end_poll`.
+//! A futex word with three states (unlocked, locked, locked with waiters) keeps the
+//! uncontended path free of syscalls.
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
@@ -17,17 +19,17 @@ const CONTENDED: u32 = 2;
 /// # Invariants
 ///
 /// `value` is only accessed by the holder of the lock (`state != UNLOCKED`).
-pub struct SqLock<T> {
+pub struct CallLock<T> {
     state: AtomicU32,
     value: UnsafeCell<T>,
 }
 
 // SAFETY: The lock hands out access to `value` to one thread at a time.
-unsafe impl<T: Send> Sync for SqLock<T> {}
+unsafe impl<T: Send> Sync for CallLock<T> {}
 // SAFETY: Moving the lock moves the value; the state word holds no thread identity.
-unsafe impl<T: Send> Send for SqLock<T> {}
+unsafe impl<T: Send> Send for CallLock<T> {}
 
-impl<T> SqLock<T> {
+impl<T> CallLock<T> {
     /// Creates an unlocked lock around `value`.
     pub const fn new(value: T) -> Self {
         Self {
@@ -37,12 +39,12 @@ impl<T> SqLock<T> {
     }
 
     /// Takes the lock for the lifetime of the returned guard.
-    pub fn lock(&self) -> SqGuard<'_, T> {
+    pub fn lock(&self) -> CallGuard<'_, T> {
         self.acquire();
-        SqGuard { lock: self }
+        CallGuard { lock: self }
     }
 
-    /// Takes the lock without a guard; [`SqLock::release`] gives it back.
+    /// Takes the lock without a guard; [`CallLock::release`] gives it back.
     pub fn acquire(&self) {
         if self
             .state
@@ -67,11 +69,11 @@ impl<T> SqLock<T> {
         }
     }
 
-    /// Gives back a lock taken with [`SqLock::acquire`].
+    /// Gives back a lock taken with [`CallLock::acquire`].
     ///
     /// # Safety
     ///
-    /// The calling code must hold the lock and must not use references from [`SqLock::get`]
+    /// The calling code must hold the lock and must not use references from [`CallLock::get`]
     /// any more.
     pub unsafe fn release(&self) {
         if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
@@ -91,7 +93,7 @@ impl<T> SqLock<T> {
     ///
     /// # Safety
     ///
-    /// The calling code must hold the lock (taken with [`SqLock::acquire`]) for as long as it
+    /// The calling code must hold the lock (taken with [`CallLock::acquire`]) for as long as it
     /// uses the reference, and must not make a second one.
     #[expect(
         clippy::mut_from_ref,
@@ -103,12 +105,12 @@ impl<T> SqLock<T> {
     }
 }
 
-/// Holds an [`SqLock`] until dropped.
-pub struct SqGuard<'a, T> {
-    lock: &'a SqLock<T>,
+/// Holds an [`CallLock`] until dropped.
+pub struct CallGuard<'a, T> {
+    lock: &'a CallLock<T>,
 }
 
-impl<T> Deref for SqGuard<'_, T> {
+impl<T> Deref for CallGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
         // SAFETY: The guard holds the lock.
@@ -116,14 +118,14 @@ impl<T> Deref for SqGuard<'_, T> {
     }
 }
 
-impl<T> DerefMut for SqGuard<'_, T> {
+impl<T> DerefMut for CallGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         // SAFETY: The guard holds the lock and is borrowed mutably.
         unsafe { &mut *self.lock.value.get() }
     }
 }
 
-impl<T> Drop for SqGuard<'_, T> {
+impl<T> Drop for CallGuard<'_, T> {
     fn drop(&mut self) {
         // SAFETY: The guard took the lock; its references end with it.
         unsafe { self.lock.release() };
@@ -132,12 +134,12 @@ impl<T> Drop for SqGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::SqLock;
+    use super::CallLock;
     use std::sync::Arc;
 
     #[test]
     fn counts_under_contention() {
-        let lock = Arc::new(SqLock::new(0u64));
+        let lock = Arc::new(CallLock::new(0u64));
         let threads: Vec<_> = (0..4)
             .map(|i| {
                 let lock = lock.clone();

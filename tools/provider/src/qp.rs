@@ -3,7 +3,7 @@
 use crate::context::{map, SrdmaContext};
 use crate::driver::*;
 use crate::ffi::*;
-use crate::lock::SqLock;
+use crate::lock::CallLock;
 use crate::{create_with, set_errno};
 use core::cell::UnsafeCell;
 use core::mem::size_of;
@@ -22,7 +22,7 @@ pub struct SrdmaQp {
     pub geometry: srdma_create_qp_resp,
     /// The SQ producer index; the lock serialises posting (one `ibv_post_send`, or
     /// `ibv_wr_start` to `ibv_wr_complete`).
-    pub sq_pi: SqLock<u32>,
+    pub sq_pi: CallLock<u32>,
     /// The work requests `ibv_wr_*` are building; only touched with `sq_pi` held.
     pub(crate) wr: UnsafeCell<crate::wr::Batch>,
     /// The RQ producer index; the lock serialises posting.
@@ -81,7 +81,7 @@ fn create(
         rq_len: 0,
         db: null_mut(),
         geometry: srdma_create_qp_resp::default(),
-        sq_pi: SqLock::new(0),
+        sq_pi: CallLock::new(0),
         wr: UnsafeCell::new(Default::default()),
         rq_pi: std::sync::Mutex::new(0),
     };
@@ -143,6 +143,11 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     }
     let want_ops = a.comp_mask & ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0;
     let (qp_type, ops) = (a.qp_type, a.send_ops_flags);
+    // No creation flag is set (`check_init_attr`): the command goes without the field, which
+    // `ibv_cmd_create_qp_ex` does not carry; what the kernel grants comes back in `cap`.
+    let mut cmd_attr = *a;
+    cmd_attr.comp_mask &= !ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    let attr_cmd: *mut ibv_qp_init_attr_ex = &mut cmd_attr;
     // SAFETY: `context` is one of our contexts.
     let ctx = unsafe { SrdmaContext::from_ibv(context) };
     let qp = create(ctx, |qp, resp| {
@@ -153,7 +158,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
             ibv_cmd_create_qp_ex(
                 context,
                 qp.cast(),
-                attr,
+                attr_cmd,
                 cmd.as_mut_ptr().cast(),
                 size_of::<[u64; 8]>(),
                 resp.cast(),
@@ -161,6 +166,8 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
             )
         }
     });
+    // SAFETY: `attr` is the caller's, valid for the call.
+    unsafe { (*attr).cap = cmd_attr.cap };
     if !qp.is_null() && want_ops {
         // SAFETY: The QP is ours until returned.
         let vqp = unsafe { &mut (*qp).vqp };
@@ -262,7 +269,7 @@ pub(crate) fn test_qp(
             max_inline_data: 64,
             ..Default::default()
         },
-        sq_pi: SqLock::new(0),
+        sq_pi: CallLock::new(0),
         wr: UnsafeCell::new(Default::default()),
         rq_pi: std::sync::Mutex::new(0),
     }

@@ -30,7 +30,8 @@ pub(crate) fn opcode(op: ibv_wr_opcode) -> Option<u8> {
         | ibv_wr_opcode_IBV_WR_ATOMIC_FETCH_AND_ADD
         | ibv_wr_opcode_IBV_WR_LOCAL_INV
         | ibv_wr_opcode_IBV_WR_BIND_MW
-        | ibv_wr_opcode_IBV_WR_SEND_WITH_INV => Some(op as u8),
+        | ibv_wr_opcode_IBV_WR_SEND_WITH_INV
+        | ibv_wr_opcode_IBV_WR_ATOMIC_WRITE => Some(op as u8),
         _ => None,
     }
 }
@@ -53,7 +54,9 @@ pub(crate) fn valid_on(op: ibv_wr_opcode, qp_type: ibv_qp_type) -> bool {
 pub(crate) fn has_data(op: ibv_wr_opcode) -> bool {
     !matches!(
         op,
-        ibv_wr_opcode_IBV_WR_LOCAL_INV | ibv_wr_opcode_IBV_WR_BIND_MW
+        ibv_wr_opcode_IBV_WR_LOCAL_INV
+            | ibv_wr_opcode_IBV_WR_BIND_MW
+            | ibv_wr_opcode_IBV_WR_ATOMIC_WRITE
     )
 }
 

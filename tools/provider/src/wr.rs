@@ -26,7 +26,8 @@ const RC_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_RDMA_READ
     | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
-    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) as u64
+    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
+    | ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_WRITE) as u64
     | MW_OPS;
 /// On a UC QP: no reads, no atomics.
 const UC_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND
@@ -42,7 +43,17 @@ const UD_OPS: u64 = (ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_SEND
 pub(crate) fn check_init_attr(attr: &ibv_qp_init_attr_ex) -> Result<(), c_int> {
     let pd = ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_PD;
     let ops = ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    if attr.comp_mask & !(pd | ops) != 0 {
+    // Creation flags are taken when none is set, as rxe takes them: srdma has none.
+    let flags = ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    if attr.comp_mask & !(pd | ops | flags) != 0
+        || (attr.comp_mask & flags != 0 && attr.create_flags != 0)
+    {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if !matches!(
+        attr.qp_type,
+        ibv_qp_type_IBV_QPT_RC | ibv_qp_type_IBV_QPT_UC | ibv_qp_type_IBV_QPT_UD
+    ) {
         return Err(libc::EOPNOTSUPP);
     }
     if attr.comp_mask & pd == 0 || attr.pd.is_null() {
@@ -86,6 +97,9 @@ pub(crate) fn install(qpx: &mut ibv_qp_ex, qp_type: ibv_qp_type, send_ops_flags:
     }
     if has(ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) {
         qpx.wr_atomic_fetch_add = Some(wr_atomic_fetch_add);
+    }
+    if has(ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_ATOMIC_WRITE) {
+        qpx.wr_atomic_write = Some(wr_atomic_write);
     }
     if has(ibv_qp_create_send_ops_flags_IBV_QP_EX_WITH_BIND_MW) {
         qpx.wr_bind_mw = Some(wr_bind_mw);
@@ -396,6 +410,26 @@ unsafe extern "C" fn wr_atomic_fetch_add(
     }
 }
 
+/// `ibv_wr_atomic_write`: the 8 bytes at `atomic_wr` travel in the WQE's remote segment, as
+/// they lie in memory.
+unsafe extern "C" fn wr_atomic_write(
+    qpx: *mut ibv_qp_ex,
+    rkey: u32,
+    remote_addr: u64,
+    atomic_wr: *const c_void,
+) {
+    if atomic_wr.is_null() {
+        // SAFETY: libibverbs calls builders inside wr_start .. wr_complete.
+        return unsafe { fail(qpx, libc::EINVAL) };
+    }
+    // SAFETY: The verbs user passes 8 readable bytes (`man ibv_wr_post`), of any alignment.
+    let value = u64::from_ne_bytes(unsafe { atomic_wr.cast::<[u8; 8]>().read_unaligned() });
+    // SAFETY: libibverbs calls builders inside wr_start .. wr_complete.
+    if let Some(w) = unsafe { begin(qpx, ibv_wr_opcode_IBV_WR_ATOMIC_WRITE, 0) } {
+        w.remote(remote_addr, rkey, value, 0);
+    }
+}
+
 unsafe extern "C" fn wr_set_ud_addr(
     qpx: *mut ibv_qp_ex,
     ah: *mut ibv_ah,
@@ -545,9 +579,20 @@ mod tests {
         let flags = ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_CREATE_FLAGS;
         assert_eq!(
             check_init_attr(&attr(rc, pd | flags, 0)),
+            Ok(()),
+            "no flag set"
+        );
+        let mut a = attr(rc, pd | flags, 0);
+        a.create_flags = ibv_qp_create_flags_IBV_QP_CREATE_SCATTER_FCS;
+        assert_eq!(check_init_attr(&a), Err(libc::EOPNOTSUPP));
+        let tso_hdr = ibv_qp_init_attr_mask_IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+        assert_eq!(
+            check_init_attr(&attr(rc, pd | tso_hdr, 0)),
             Err(libc::EOPNOTSUPP)
         );
         assert_eq!(check_init_attr(&attr(rc, 0, 0)), Err(libc::EINVAL));
+        let raw = ibv_qp_type_IBV_QPT_RAW_PACKET;
+        assert_eq!(check_init_attr(&attr(raw, pd, 0)), Err(libc::EOPNOTSUPP));
     }
 
     #[test]
@@ -564,7 +609,11 @@ mod tests {
         assert!(qpx.wr_rdma_read.is_some() && qpx.wr_atomic_fetch_add.is_some());
         assert!(qpx.wr_set_ud_addr.is_none() && qpx.wr_send_tso.is_none());
         assert!(qpx.wr_bind_mw.is_some() && qpx.wr_local_inv.is_some());
-        assert!(qpx.wr_send_inv.is_some());
+        assert!(qpx.wr_send_inv.is_some() && qpx.wr_atomic_write.is_some());
+        // SAFETY: As above.
+        let mut qpx: ibv_qp_ex = unsafe { core::mem::zeroed() };
+        install(&mut qpx, ibv_qp_type_IBV_QPT_UC, UC_OPS);
+        assert!(qpx.wr_rdma_write.is_some() && qpx.wr_atomic_write.is_none());
     }
 
     /// A context address for the test objects; never dereferenced.

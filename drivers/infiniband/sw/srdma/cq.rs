@@ -15,7 +15,7 @@ use kernel::{
     new_spinlock_irqsave,
     prelude::*,
     rdma::{
-        cq::{wc_flags, Cq, CqEvents, CqInitAttr, NotifyFlags, Wc, WcWriter},
+        cq::{wc_flags, Cq, CqEvents, CqFlags, CqInitAttr, NotifyFlags, Wc, WcWriter},
         mmap::{MmapEntry, SharedPages},
         qp::QpHandle,
         uapi::{
@@ -26,6 +26,7 @@ use kernel::{
         Device,
     },
     sync::{Arc, SpinLockIrqSave},
+    time::Ktime,
 };
 
 /// Byte offsets in a CQ's doorbell record (`struct srdma_cq_db`).
@@ -98,6 +99,8 @@ pub(crate) struct CqShared {
     events: Arc<CqEvents>,
     /// Whether the CQ overran; the error event is reported once.
     overran: AtomicBool,
+    /// Whether each CQE carries the time it was written (the creator asked for timestamps).
+    stamp: bool,
 }
 
 /// What `rdma resource show cq -dd` shows of a CQ.
@@ -146,6 +149,10 @@ impl CqShared {
             let phase = ((ring.producer / ring.cqe_cnt) & 1) ^ 1;
             let mut body = *cqe;
             body.owner = phase ^ 1;
+            if self.stamp {
+                // CLOCK_MONOTONIC never goes below zero.
+                body.timestamp = Ktime::ktime_get().to_ns() as u64;
+            }
             ring.mem.write_obj(idx * CQE_SIZE, &body)?;
             if let Some(slot) = ring.handles.get_mut(idx) {
                 *slot = qp;
@@ -282,7 +289,7 @@ impl SrdmaCq {
         events: Arc<CqEvents>,
         user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<(Self, u32)> {
-        if attr.flags != 0 {
+        if !attr.flags.without(CqFlags::TIMESTAMP_COMPLETION).is_empty() {
             return Err(EOPNOTSUPP);
         }
         let charge = dev.limits().charge(Kind::Cq)?;
@@ -300,6 +307,7 @@ impl SrdmaCq {
             cq_id,
             events,
             overran: AtomicBool::new(false),
+            stamp: attr.flags.contains(CqFlags::TIMESTAMP_COMPLETION),
         };
         Ok((
             SrdmaCq {

@@ -367,7 +367,8 @@ impl rdma::Driver for SrdmaDevice {
                 | device_caps::CURR_QP_STATE_MOD
                 | device_caps::MEM_WINDOW
                 | device_caps::MEM_WINDOW_TYPE_2B
-                | device_caps::MEM_MGT_EXTENSIONS,
+                | device_caps::MEM_MGT_EXTENSIONS
+                | device_caps::ATOMIC_WRITE,
             kernel_cap_flags: kernel_caps::ALLOW_USER_UNREG,
             max_send_sge: MAX_SGE,
             max_recv_sge: MAX_SGE,
@@ -388,6 +389,10 @@ impl rdma::Driver for SrdmaDevice {
             max_srq_sge: MAX_SGE,
             max_pkeys: 1,
             local_ca_ack_delay: 15,
+            // Completion timestamps are CLOCK_MONOTONIC nanoseconds (cq.rs): a 1 GHz clock of
+            // 64 bits.
+            timestamp_mask: u64::MAX,
+            hca_core_clock: 1_000_000,
             ..DeviceAttr::default()
         })
     }

@@ -95,10 +95,20 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
     let mem = &q.sq.mem;
     let area = q.sq.wqe_size as usize - HDR;
     if f & sf::INLINE != 0 {
-        let mut buf = [0u8; MAX_INLINE_DATA as usize];
-        let cap = (q.cap.max_inline_data as usize).min(buf.len()).min(area);
-        let len = wr.copy_inline(&mut buf[..cap])?;
-        mem.write(off + HDR, &buf[..len])?;
+        let cap = (q.cap.max_inline_data as usize)
+            .min(MAX_INLINE_DATA as usize)
+            .min(area);
+        let len = wr.inline_len();
+        if len > cap {
+            return Err(EINVAL);
+        }
+        // Straight into the WQE's data area, which has room for `cap` bytes.
+        let mut at = off + HDR;
+        wr.inline_pieces(|piece| {
+            mem.write(at, piece)?;
+            at += piece.len();
+            Ok(())
+        })?;
         lend(&q.sq, off, 0, |i| wr.sge(i))?;
         ctrl.flags |= SRDMA_WQE_INLINE as u8;
         ctrl.inline_len = len as u32;

@@ -56,6 +56,8 @@ pub(crate) enum Op<'a> {
     Read { from: Remote, sink: &'a Segments },
     /// An atomic on the 8 bytes at `at`.
     Atomic { at: Remote, op: Atomic },
+    /// An RDMA ATOMIC WRITE: `value` (native byte order) stored whole in the 8 bytes at `at`.
+    AtomicWrite { at: Remote, value: u64 },
     /// A UD datagram: `data` starts with the GRH area.
     Datagram {
         data: &'a Segments,

@@ -15,6 +15,7 @@ use crate::{
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     net::skb::SkBuff,
+    page::PAGE_SIZE,
     prelude::*,
     rdma::{
         mr::{access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
@@ -28,9 +29,15 @@ use kernel::{
 
 /// Memory key indexes; a key is `index << 8 | key byte`, the key byte random so that a key
 /// cannot be guessed from its index. Index 0 is never used, so that a zeroed key is always
-/// invalid; the upper half belongs to memory windows.
+/// invalid; the last index below the windows' is the null MR's; the upper half belongs to
+/// memory windows.
 pub(crate) const MR_INDEX_MIN: u32 = 1;
-pub(crate) const MR_INDEX_MAX: u32 = crate::mw::MW_INDEX_MIN - 1;
+pub(crate) const MR_INDEX_MAX: u32 = crate::mw::MW_INDEX_MIN - 2;
+
+/// The lkey of the null MR (`ibv_alloc_null_mr`), the same for every PD and context: it grants
+/// no memory (what is written through it is discarded, what is read is zeros), so knowing it
+/// gives nothing. It is no rkey, and no window or registration can be made on it.
+pub(crate) const NULL_MR_KEY: u32 = (crate::mw::MW_INDEX_MIN - 1) << 8;
 
 /// Rights srdma implements; `IB_ACCESS_OPTIONAL` hints are accepted and ignored.
 const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
@@ -75,6 +82,8 @@ pub(crate) struct Span {
 }
 
 enum Target {
+    /// The null MR: reads zeros, discards writes.
+    Null,
     Mr(Arc<MrShared>),
     /// An MR reached through a memory window; the copy fails if the window changes meanwhile.
     Window(Arc<MrShared>, WindowRef),
@@ -103,6 +112,11 @@ impl Span {
         self.len
     }
 
+    /// Whether it is the null MR's: what is written to it goes nowhere.
+    pub(crate) fn discards(&self) -> bool {
+        matches!(self.target, Target::Null)
+    }
+
     /// Whether a copy through it holds a lock: a window's or a registration's.
     pub(crate) fn guarded(&self) -> bool {
         matches!(self.target, Target::Window(..) | Target::Fast(_))
@@ -120,7 +134,7 @@ impl Span {
         match &self.target {
             Target::Window(_, window) => window.with(|| Ok(f(&held))).map_err(|_| fail)?,
             Target::Fast(reg) => reg.hold(|| Ok(f(&held))).map_err(|_| fail)?,
-            Target::Mr(_) | Target::Kernel(_) => f(&held),
+            Target::Null | Target::Mr(_) | Target::Kernel(_) => f(&held),
         }
     }
 
@@ -133,8 +147,26 @@ impl Span {
 
     /// Copies `src` to byte `at` of the span.
     pub(crate) fn write(&self, at: usize, src: &[u8]) -> Result {
+        if self.discards() {
+            return (at.checked_add(src.len()).ok_or(EFAULT)? <= self.len)
+                .then_some(())
+                .ok_or(EFAULT);
+        }
         self.hold(EFAULT, |held| {
             held.pieces(at, src.len(), |slice, r| slice.write(0, &src[r]))
+        })
+    }
+
+    /// Stores `value` in the aligned 8 bytes at byte `at` of the span in one store with release
+    /// ordering (see [`PageSlice::store_u64_release`]); `EINVAL` if they are not aligned.
+    pub(crate) fn store_u64_release(&self, at: usize, value: u64) -> Result {
+        self.hold(EFAULT, |held| {
+            let slice = held.slice(at, 8).ok_or(EFAULT)?;
+            if slice.len() != 8 {
+                // The 8 bytes cross a page: not aligned.
+                return Err(EINVAL);
+            }
+            slice.store_u64_release(0, value)
         })
     }
 
@@ -177,6 +209,11 @@ impl<'a> Held<'a> {
         }
         let offset = span.offset.checked_add(at)?;
         match &span.target {
+            // Reads of the null MR see the zero page.
+            Target::Null => {
+                let in_page = offset % PAGE_SIZE;
+                PageSlice::zeroes(in_page, n.min(PAGE_SIZE - in_page))
+            }
             Target::Mr(mr) | Target::Window(mr, _) => mr.mem.slice(offset, n),
             Target::Fast(reg) => reg.slice(offset, n),
             Target::Kernel(buf) => buf.slice(offset, n),
@@ -215,6 +252,14 @@ pub(crate) fn resolve(
     len: u64,
     local: Option<&KernelBuf>,
 ) -> Option<Span> {
+    if key == NULL_MR_KEY {
+        // Local rights only: reading (a gather) and writing (a scatter).
+        return (need & !access::LOCAL_WRITE == 0).then_some(Span {
+            target: Target::Null,
+            offset: 0,
+            len: usize::try_from(len).ok()?,
+        });
+    }
     let mr = dev.mrs().lock().get(key >> 8)?;
     if mr.pd != *pd {
         return None;

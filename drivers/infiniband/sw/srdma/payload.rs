@@ -193,6 +193,9 @@ fn piece(
     n: usize,
     bounce: &mut KVec<u8>,
 ) -> core::result::Result<(), Failed> {
+    if d.discards() {
+        return Ok(());
+    }
     if s.guarded() && d.guarded() {
         if bounce.len() < n {
             bounce

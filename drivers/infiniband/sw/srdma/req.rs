@@ -172,6 +172,7 @@ fn carry_out(
         (QpType::Rc, WrOpcode::RdmaRead | WrOpcode::CmpSwap | WrOpcode::FetchAdd) => {
             read_or_atomic(dev, q, attr, wr, wqe, opcode, now)
         }
+        (QpType::Rc, WrOpcode::AtomicWrite) => atomic_write(dev, q, attr, wr, wqe, now),
         (
             QpType::Rc | QpType::Uc,
             WrOpcode::Send
@@ -256,6 +257,13 @@ fn send_connected(
         ),
         Outgoing::Read { from, sink } => (Op::Read { from: *from, sink }, Some(sink)),
         Outgoing::Atomic { at, op, sink } => (Op::Atomic { at: *at, op: *op }, Some(sink)),
+        Outgoing::AtomicWrite { at, value } => (
+            Op::AtomicWrite {
+                at: *at,
+                value: *value,
+            },
+            None,
+        ),
     };
     let Some(req) = connected_request(dev, q, attr, wqe.solicited, op) else {
         return comp::respond(q, attr, 0, Response::Lost, None, now);
@@ -335,6 +343,27 @@ fn read_or_atomic(
             },
             sink,
         },
+    };
+    Ok(send_connected(dev, q, attr, wr, wqe, out, now))
+}
+
+/// An RDMA ATOMIC WRITE: its 8 bytes travel in the WQE's remote segment (`compare_add`), the
+/// responder judges the address.
+fn atomic_write(
+    dev: &Device<SrdmaDevice>,
+    q: &QpShared,
+    attr: &QpAttr,
+    wr: &mut WireReq,
+    wqe: &SendWqe,
+    now: i64,
+) -> core::result::Result<Judged, WcStatus> {
+    let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
+    let out = Outgoing::AtomicWrite {
+        at: Remote {
+            va: remote.remote_addr,
+            rkey: remote.rkey,
+        },
+        value: remote.compare_add,
     };
     Ok(send_connected(dev, q, attr, wr, wqe, out, now))
 }

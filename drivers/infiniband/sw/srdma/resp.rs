@@ -73,6 +73,7 @@ pub(crate) fn receive(
         Op::Write { data, to, imm } => write(dev, qp, req, data, to, imm),
         Op::Read { from, sink } => read(dev, qp, req.service, from, sink),
         Op::Atomic { at, op } => atomic(dev, qp, req.service, at, op),
+        Op::AtomicWrite { at, value } => atomic_write(dev, qp, req.service, at, value),
         Op::Datagram { .. } => Response::Lost,
     };
     if !matches!(response, Response::Nak(Nak::Rnr(_)) | Response::Lost) {
@@ -240,6 +241,36 @@ pub(crate) fn atomic(
         return Response::Nak(Nak::RemoteAccess);
     }
     Response::AtomicAck(value)
+}
+
+/// An RDMA ATOMIC WRITE: with the right to write, as rxe asks, the 8 aligned bytes at `at`
+/// take `value` in one store after everything the QP wrote before (IBA annex A19).
+pub(crate) fn atomic_write(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    service: QpType,
+    at: Remote,
+    value: u64,
+) -> Response {
+    if service != QpType::Rc || at.va % 8 != 0 {
+        return Response::Nak(Nak::InvalidRequest);
+    }
+    let _responder = match lock(qp, access::REMOTE_WRITE) {
+        Ok(guard) => guard,
+        Err(response) => return response,
+    };
+    let Some(span) = resolve_remote(dev, qp, at, access::REMOTE_WRITE, 8) else {
+        return Response::Nak(Nak::RemoteAccess);
+    };
+    // Not torn by the device's own atomics either.
+    let _guard = dev.atomics().lock();
+    match span.store_u64_release(0, value) {
+        Ok(()) => Response::Ack,
+        // The 8 bytes are not aligned in their page (an MR whose address and iova differ in
+        // their low bits).
+        Err(e) if e == EINVAL => Response::Nak(Nak::InvalidRequest),
+        Err(_) => Response::Nak(Nak::RemoteAccess),
+    }
 }
 
 /// A message arriving at a receive queue.

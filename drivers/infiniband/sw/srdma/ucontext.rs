@@ -55,6 +55,7 @@ impl SrdmaUcontext {
             db_page_size: SRDMA_DB_PAGE_SIZE,
             db_record_size: SRDMA_DB_RECORD_SIZE,
             doorbell_mode: mode,
+            null_mr_lkey: crate::mr::NULL_MR_KEY,
             ..Default::default()
         };
         let ctx_db = if mode == SRDMA_DB_MODE_POLL {

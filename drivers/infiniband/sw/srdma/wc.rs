@@ -25,6 +25,9 @@ pub(crate) enum WrOpcode {
     /// `IB_WR_REG_MR` has no user ABI number: kverbs writes it into kernel callers' rings, and
     /// the engine takes it from those only.
     RegMr = opcode::REG_MR as u8,
+    /// RDMA ATOMIC WRITE, from user QPs (a kernel caller's work request has no field for its
+    /// value).
+    AtomicWrite = opcode::ATOMIC_WRITE as u8,
 }
 
 impl WrOpcode {
@@ -43,6 +46,7 @@ impl WrOpcode {
             x if x == BindMw as u8 => BindMw,
             x if x == SendInv as u8 => SendInv,
             x if x == RegMr as u8 && kernel => RegMr,
+            x if x == AtomicWrite as u8 && !kernel => AtomicWrite,
             _ => return None,
         })
     }
@@ -59,6 +63,7 @@ impl WrOpcode {
             BindMw => WcOpcode::BindMw,
             LocalInv => WcOpcode::LocalInv,
             RegMr => WcOpcode::RegMr,
+            AtomicWrite => WcOpcode::AtomicWrite,
         }
     }
 
@@ -110,6 +115,7 @@ pub(crate) enum WcOpcode {
     FetchAdd = 4,
     BindMw = 5,
     LocalInv = 6,
+    AtomicWrite = 9,
     /// `IB_WC_REG_MR` (kernel CQs only).
     RegMr = 10,
     Recv = 128,

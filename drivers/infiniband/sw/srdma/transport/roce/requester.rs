@@ -71,6 +71,8 @@ pub(crate) enum Outgoing {
         op: Atomic,
         sink: Segments,
     },
+    /// An RDMA ATOMIC WRITE of `value` (native byte order).
+    AtomicWrite { at: Remote, value: u64 },
 }
 
 /// A WQE in flight: sent, waiting for its acknowledgement.
@@ -91,11 +93,20 @@ impl InFlight {
         self.first_psn.wrapping_add(self.psns.max(1) - 1) & PSN_MASK
     }
 
-    /// Whether an ACK completes it (READs and atomics need their own responses).
+    /// Whether an ACK completes it (READs and atomics need their own responses; an ATOMIC
+    /// WRITE has its own, but a later PSN acknowledged implies it, as for a WRITE).
     fn acked_by_ack(&self) -> bool {
         !matches!(
             self.out,
             Some(Outgoing::Read { .. } | Outgoing::Atomic { .. })
+        )
+    }
+
+    /// Whether it takes one of the responder's resources (`max_rd_atomic` of them at once).
+    fn takes_resource(&self) -> bool {
+        matches!(
+            self.out,
+            Some(Outgoing::Read { .. } | Outgoing::Atomic { .. } | Outgoing::AtomicWrite { .. })
         )
     }
 }
@@ -232,11 +243,7 @@ impl WireReq {
     /// Whether another WQE may go: the window has room and no error waits to complete.
     pub(crate) fn has_room(&self, attr: &QpAttr) -> bool {
         let psns: u32 = self.inflight.iter().map(|f| f.psns).sum();
-        let reads = self
-            .inflight
-            .iter()
-            .filter(|f| f.out.is_some() && !f.acked_by_ack())
-            .count();
+        let reads = self.inflight.iter().filter(|f| f.takes_resource()).count();
         psns < WINDOW
             && reads < usize::from(attr.max_rd_atomic.max(1))
             && self.inflight.iter().all(|f| f.status == WcStatus::Success)
@@ -354,6 +361,27 @@ fn send_packets(
             };
             return send(dev, q, ends, &headers, 0, |_| Ok(()));
         }
+        Outgoing::AtomicWrite { at, value } => {
+            let headers = Headers {
+                bth: ack_req(Bth::new(
+                    op(service, Operation::AtomicWrite)?,
+                    ends.dest_qpn,
+                    f.first_psn,
+                    8,
+                )),
+                reth: Some(Reth {
+                    va: at.va,
+                    rkey: at.rkey,
+                    len: 8,
+                }),
+                ..Headers::default()
+            };
+            let bytes = value.to_ne_bytes();
+            return send(dev, q, ends, &headers, bytes.len(), |out| {
+                out.copy_from_slice(&bytes);
+                Ok(())
+            });
+        }
     };
     let data = data.ok_or(EINVAL)?;
     let len = data.len();
@@ -456,7 +484,7 @@ pub(crate) fn start(
             data.len().div_ceil(pmtu).max(1)
         }
         Outgoing::Read { sink, .. } => sink.len().div_ceil(pmtu).max(1),
-        Outgoing::Atomic { .. } => 1,
+        Outgoing::Atomic { .. } | Outgoing::AtomicWrite { .. } => 1,
     } as u32;
     let first_psn = q.sq_psn.load(Ordering::Relaxed);
     q.sq_psn
@@ -706,6 +734,17 @@ fn complete(
             let Some(f) = wr.inflight.first_mut() else {
                 return false;
             };
+            if let Some(Outgoing::AtomicWrite { .. }) = f.out {
+                // Answered by an RDMA READ response without data (IBA annex A19).
+                let done = op == Operation::ReadResponseOnly
+                    && psn == f.first_psn
+                    && pkt.payload.is_empty();
+                if !done {
+                    return false;
+                }
+                note_acked(wr, psn);
+                return retire_head(q, ci, wr, WcStatus::Success);
+            }
             let Some(Outgoing::Read { sink, .. }) = &f.out else {
                 return false;
             };

@@ -55,6 +55,8 @@ enum Resource {
     },
     /// An atomic at `psn`, with the value it found.
     Atomic { psn: u32, old: u64 },
+    /// An ATOMIC WRITE at `psn`, carried out.
+    AtomicWrite { psn: u32 },
 }
 
 /// The responder resources of a QP: a ring of the last READs and atomics.
@@ -311,6 +313,7 @@ pub(crate) fn request(
             })
         }
         Operation::CompareSwap | Operation::FetchAdd if rc => atomic(dev, qp, &ends, &mut w, pkt),
+        Operation::AtomicWrite if rc => atomic_write(dev, qp, &ends, &mut w, pkt),
         _ => match place(op) {
             Some(p) => message(dev, qp, &mut w, pkt, p, pmtu),
             None => Err(Nak::InvalidRequest.into()),
@@ -322,7 +325,10 @@ pub(crate) fn request(
                 .store(psn.wrapping_add(psns) & PSN_MASK, Ordering::Relaxed);
             if matches!(
                 op,
-                Operation::ReadRequest | Operation::CompareSwap | Operation::FetchAdd
+                Operation::ReadRequest
+                    | Operation::CompareSwap
+                    | Operation::FetchAdd
+                    | Operation::AtomicWrite
             ) || matches!(place(op), Some(Place::Last | Place::Only))
             {
                 w.msn = w.msn.wrapping_add(1) & PSN_MASK;
@@ -672,6 +678,42 @@ fn atomic(
     Ok(1)
 }
 
+/// An RDMA ATOMIC WRITE: exactly 8 bytes for 8 bytes of the RETH, carried out once and
+/// answered with an RDMA READ response without data, as rxe answers.
+fn atomic_write(
+    dev: &Device<SrdmaDevice>,
+    qp: &Arc<QpShared>,
+    ends: &Ends,
+    w: &mut WireResp,
+    pkt: &Packet<'_>,
+) -> core::result::Result<u32, Refusal> {
+    let h = &pkt.headers;
+    let reth = h.reth.ok_or(Nak::InvalidRequest)?;
+    let value: [u8; 8] = pkt.payload.try_into().map_err(|_| Nak::InvalidRequest)?;
+    if reth.len != 8 || h.bth.pad != 0 {
+        return Err(Nak::InvalidRequest.into());
+    }
+    let at = Remote {
+        va: reth.va,
+        rkey: reth.rkey,
+    };
+    match resp::atomic_write(dev, qp, QpType::Rc, at, u64::from_ne_bytes(value)) {
+        Response::Ack => {}
+        response => return Err(response.into()),
+    }
+    w.resources.keep(Resource::AtomicWrite { psn: h.bth.psn });
+    answer_atomic_write(dev, ends, h.bth.psn, w.msn.wrapping_add(1) & PSN_MASK);
+    Ok(1)
+}
+
+fn answer_atomic_write(dev: &Device<SrdmaDevice>, ends: &Ends, psn: u32, msn: u32) {
+    let aeth = Aeth {
+        syndrome: SYNDROME_ACK,
+        msn,
+    };
+    answer(dev, ends, Operation::ReadResponseOnly, psn, aeth, None);
+}
+
 /// A request the QP has carried out already (its PSN is behind the expected one): answered
 /// again, never executed again, except READs, whose data is read again. A READ or atomic that
 /// matches no responder resource is dropped, as rxe does.
@@ -712,6 +754,15 @@ fn duplicate(
                     aeth,
                     Some(old),
                 );
+            }
+        }
+        Operation::AtomicWrite => {
+            let done = w
+                .resources
+                .iter()
+                .any(|r| matches!(*r, Resource::AtomicWrite { psn: p } if p == psn));
+            if done {
+                answer_atomic_write(dev, ends, psn, w.msn);
             }
         }
         // SENDs and WRITEs: acknowledged up to the last PSN carried out.
