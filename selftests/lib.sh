@@ -336,6 +336,15 @@ no_user_qps_left() {
 		eval '[ -z "$(rdma res show qp 2>/dev/null | grep srdma_ | grep -v "comm \[ib_core\]")" ]'
 }
 
+# virtio_nics: the VM's virtio-net interfaces, one per line (udev may have renamed them).
+virtio_nics() {
+	local n
+	for n in /sys/class/net/*; do
+		[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = virtio_net ] &&
+			echo "${n##*/}"
+	done
+}
+
 # srdma_pair: srdma_a on sd0 (10.51.0.1) and srdma_b on sd1 (10.51.0.2), a veth pair whose two
 # local addresses talk to each other (accept_local: ib_core resolves the path); removed when
 # the script exits. Skips the whole script if they cannot be made.

@@ -12,11 +12,7 @@ require_cmd rdma ip ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong rping ib_sen
 load_srdma
 modprobe rdma_rxe 2>/dev/null || skip_all "rdma_rxe not available"
 
-# The NICs by driver: udev may have renamed them (enp0sN).
-nics=()
-for n in /sys/class/net/*; do
-	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = virtio_net ] && nics+=("${n##*/}")
-done
+mapfile -t nics < <(virtio_nics)
 [ "${#nics[@]}" -ge 2 ] || skip_all "no two virtio-net NICs (tools/vm/run.sh boots with --network loop)"
 S=${nics[0]} R=${nics[1]}
 
