@@ -76,6 +76,7 @@ void rust_helper_rdma_copy_page(struct page *dst, size_t dst_off, struct page *s
  * Stores val in the aligned eight bytes at off of page with release ordering: one store that
  * a CPU sees whole, after everything written before it (an RDMA ATOMIC WRITE).
  */
+#ifdef CONFIG_64BIT
 void rust_helper_rdma_store_release_u64(struct page *page, size_t off, u64 val)
 {
 	u64 *p = kmap_local_page(page);
@@ -83,6 +84,7 @@ void rust_helper_rdma_store_release_u64(struct page *page, size_t off, u64 val)
 	smp_store_release(&p[off / sizeof(u64)], val);
 	kunmap_local(p);
 }
+#endif
 
 /* The page of zeroes that every read-only zero mapping shares. */
 struct page *rust_helper_rdma_zero_page(void)

@@ -122,7 +122,9 @@ impl PageSlice<'_> {
     /// Stores `value` (native byte order) in the eight bytes at byte `at` of the slice with one
     /// store ordered after everything written before it (release): a CPU reading them sees the
     /// old value or the new one, never a mix. Fails with `EINVAL` if they are not 8-byte
-    /// aligned in the page, `EPERM` if the page may not be written.
+    /// aligned in the page, `EPERM` if the page may not be written. 64-bit kernels only (one
+    /// store of 8 bytes).
+    #[cfg(CONFIG_64BIT)]
     pub fn store_u64_release(&self, at: usize, value: u64) -> Result {
         let offset = self.at_writable(at, 8)?;
         if offset % 8 != 0 {

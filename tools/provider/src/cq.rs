@@ -21,17 +21,22 @@ const CQE: usize = SRDMA_CQE_SIZE as usize;
 #[repr(C)]
 pub struct SrdmaCq {
     pub vcq: ibv_cq_ex,
-    pub ring: *mut u8,
-    pub ring_len: usize,
-    pub cqe_cnt: u32,
     pub db: *mut u8,
-    /// What polling keeps; the lock serialises polling.
+    /// The ring and what polling keeps. The lock serialises polling, and a resize, which
+    /// replaces the ring, waits for a poll to end (an extended poll holds it from
+    /// `ibv_start_poll` to `ibv_end_poll`).
     pub poll: CallLock<PollState>,
 }
 
 /// The consumer's state of a CQ.
-#[derive(Default)]
+///
+/// # Invariants
+///
+/// `ring` is null or a mapping of `ring_len` bytes holding `cqe_cnt` CQEs, a power of two.
 pub struct PollState {
+    ring: *mut u8,
+    ring_len: usize,
+    cqe_cnt: u32,
     /// The free-running index of the next CQE to take.
     pub ci: u32,
     /// The CQE the `ibv_wc_read_*` functions read, between `ibv_start_poll` and
@@ -39,35 +44,61 @@ pub struct PollState {
     pub cur: srdma_cqe,
 }
 
-impl SrdmaCq {
-    fn new() -> Self {
-        Self {
-            vcq: ibv_cq_ex::default(),
-            ring: null_mut(),
-            ring_len: 0,
-            cqe_cnt: 0,
-            db: null_mut(),
-            poll: CallLock::new(PollState::default()),
-        }
-    }
-
-    /// Takes the CQE at consumer index `ci` if the kernel has finished writing it, and moves
-    /// `ci` past it. The slot stays the consumer's until [`SrdmaCq::publish`] gives it back.
-    pub(crate) fn take(&self, ci: &mut u32) -> Option<srdma_cqe> {
+impl PollState {
+    /// Takes the CQE at the consumer index if the kernel has finished writing it, and moves
+    /// the index past it. The slot stays the consumer's until [`SrdmaCq::publish`] gives it
+    /// back.
+    pub(crate) fn take(&mut self) -> Option<srdma_cqe> {
         let cnt = self.cqe_cnt;
-        let slot = (*ci & (cnt - 1)) as usize * CQE;
-        // SAFETY: The slot lies within the mapped ring; the kernel writes the owner word
-        // atomically.
+        if self.ring.is_null() {
+            return None;
+        }
+        let slot = (self.ci & (cnt - 1)) as usize * CQE;
+        // SAFETY: The slot lies within the mapped ring (type invariant); the kernel writes the
+        // owner word atomically.
         let owner = unsafe { AtomicU32::from_ptr(self.ring.add(slot + CQE - 4).cast()) };
-        let phase = ((*ci / cnt) & 1) ^ 1;
+        let phase = ((self.ci / cnt) & 1) ^ 1;
         if owner.load(Ordering::Acquire) & SRDMA_CQE_OWNER_PHASE != phase {
             return None;
         }
         // SAFETY: The owner word says the kernel finished writing this CQE, and it does not
         // write the slot again before the consumer index passes it.
         let cqe = unsafe { read_volatile(self.ring.add(slot).cast::<srdma_cqe>()) };
-        *ci = ci.wrapping_add(1);
+        self.ci = self.ci.wrapping_add(1);
         Some(cqe)
+    }
+
+    /// Makes `ring` (of `len` bytes, `cqe_cnt` CQEs) the ring, its first CQE the next to take;
+    /// returns the ring it replaces, to be unmapped.
+    fn replace(&mut self, ring: *mut u8, len: usize, cqe_cnt: u32) -> (*mut u8, usize) {
+        let old = (self.ring, self.ring_len);
+        // INVARIANT: The caller mapped `len` bytes holding `cqe_cnt` CQEs at `ring`.
+        (self.ring, self.ring_len, self.cqe_cnt, self.ci) = (ring, len, cqe_cnt, 0);
+        old
+    }
+}
+
+/// Unmaps a ring that [`PollState::replace`] gave back.
+fn unmap((ring, len): (*mut u8, usize)) {
+    if !ring.is_null() {
+        // SAFETY: A mapping of `len` bytes that nothing refers to any more.
+        unsafe { libc::munmap(ring.cast::<c_void>(), len) };
+    }
+}
+
+impl SrdmaCq {
+    fn new() -> Self {
+        Self {
+            vcq: ibv_cq_ex::default(),
+            db: null_mut(),
+            poll: CallLock::new(PollState {
+                ring: null_mut(),
+                ring_len: 0,
+                cqe_cnt: 0,
+                ci: 0,
+                cur: srdma_cqe::default(),
+            }),
+        }
     }
 
     /// Tells the kernel that the CQEs before `ci` are consumed.
@@ -79,9 +110,9 @@ impl SrdmaCq {
     /// Maps the ring and doorbell record the kernel described in `d`.
     fn map(&mut self, ctx: &SrdmaContext, d: &srdma_create_cq_resp) -> Result<(), c_int> {
         let ring = map(ctx.cmd_fd(), d.ring_mmap_key, d.ring_size as usize)?;
-        self.ring = ring;
-        self.ring_len = d.ring_size as usize;
-        self.cqe_cnt = d.cqe_cnt;
+        self.poll
+            .lock()
+            .replace(ring, d.ring_size as usize, d.cqe_cnt);
         self.db = ctx.doorbell(&d.db)?;
         Ok(())
     }
@@ -95,9 +126,7 @@ impl SrdmaCq {
         // SAFETY: Guaranteed by the caller.
         unsafe {
             ibv_cmd_destroy_cq(cq.cast());
-            if !(*cq).ring.is_null() {
-                libc::munmap((*cq).ring.cast(), (*cq).ring_len);
-            }
+            unmap((*cq).poll.lock().replace(null_mut(), 0, 0));
             drop(Box::from_raw(cq));
         }
         set_errno(err);
@@ -214,7 +243,7 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
     let cq = ibcq.cast::<SrdmaCq>();
     // SAFETY: The kernel CQ is gone; unmap the ring and free what `create_cq` allocated.
     unsafe {
-        libc::munmap((*cq).ring.cast::<c_void>(), (*cq).ring_len);
+        unmap((*cq).poll.lock().replace(null_mut(), 0, 0));
         drop(Box::from_raw(cq));
     }
     0
@@ -231,6 +260,11 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
     let cq = ibcq.cast::<SrdmaCq>();
     // SAFETY: `ibcq` is a CQ of one of our contexts.
     let ctx = unsafe { SrdmaContext::from_ibv((*ibcq).context) };
+    // Held for the whole resize: the kernel moves the CQEs after the consumer index it reads,
+    // which a poll in progress has not yet published, and no poll may read the old ring while
+    // it goes.
+    // SAFETY: `ibcq` is a CQ of ours.
+    let mut poll = unsafe { (*cq).poll.lock() };
     // `struct ibv_resize_cq`, filled by the library.
     let mut cmd = [0u64; 3];
     let mut resp = ResizeCqResp::default();
@@ -251,15 +285,8 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
     let d = &resp.drv;
     match map(ctx.cmd_fd(), d.ring_mmap_key, d.ring_size as usize) {
         Ok(ring) => {
-            // SAFETY: The old ring is no longer the CQ's; the kernel moved the CQEs over.
-            unsafe {
-                libc::munmap((*cq).ring.cast::<c_void>(), (*cq).ring_len);
-                (*cq).ring = ring;
-                (*cq).ring_len = d.ring_size as usize;
-                (*cq).cqe_cnt = d.cqe_cnt;
-                // The kernel moved the pending CQEs to the start of the new ring.
-                (*cq).poll.lock().ci = 0;
-            }
+            // The kernel moved the pending CQEs to the start of the new ring.
+            unmap(poll.replace(ring, d.ring_size as usize, d.cqe_cnt));
             0
         }
         Err(e) => e,

@@ -104,7 +104,7 @@ unsafe fn advance(cq: *mut ibv_cq_ex) -> c_int {
     let s = unsafe { cq_of(cq) };
     // SAFETY: The caller holds the lock.
     let poll = unsafe { s.poll.get() };
-    let Some(cqe) = s.take(&mut poll.ci) else {
+    let Some(cqe) = poll.take() else {
         return libc::ENOENT;
     };
     poll.cur = cqe;

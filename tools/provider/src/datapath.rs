@@ -370,7 +370,7 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
     let mut poll = cq.poll.lock();
     let mut n = 0;
     while n < ne.max(0) {
-        let Some(c) = cq.take(&mut poll.ci) else {
+        let Some(c) = poll.take() else {
             break;
         };
         let out = ibv_wc {

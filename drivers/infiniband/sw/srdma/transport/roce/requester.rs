@@ -735,10 +735,12 @@ fn complete(
                 return false;
             };
             if let Some(Outgoing::AtomicWrite { .. }) = f.out {
-                // Answered by an RDMA READ response without data (IBA annex A19).
+                // Answered by an RDMA READ response without data (IBA annex A19) whose AETH
+                // says ACK; a NAK comes as an acknowledgement packet.
                 let done = op == Operation::ReadResponseOnly
                     && psn == f.first_psn
-                    && pkt.payload.is_empty();
+                    && pkt.payload.is_empty()
+                    && h.aeth.is_some_and(|a| a.syndrome >> 5 == 0);
                 if !done {
                     return false;
                 }

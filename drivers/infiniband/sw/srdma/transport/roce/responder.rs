@@ -55,8 +55,6 @@ enum Resource {
     },
     /// An atomic at `psn`, with the value it found.
     Atomic { psn: u32, old: u64 },
-    /// An ATOMIC WRITE at `psn`, carried out.
-    AtomicWrite { psn: u32 },
 }
 
 /// The responder resources of a QP: a ring of the last READs and atomics.
@@ -313,7 +311,7 @@ pub(crate) fn request(
             })
         }
         Operation::CompareSwap | Operation::FetchAdd if rc => atomic(dev, qp, &ends, &mut w, pkt),
-        Operation::AtomicWrite if rc => atomic_write(dev, qp, &ends, &mut w, pkt),
+        Operation::AtomicWrite if rc => atomic_write(dev, qp, &ends, w.msn, pkt),
         _ => match place(op) {
             Some(p) => message(dev, qp, &mut w, pkt, p, pmtu),
             None => Err(Nak::InvalidRequest.into()),
@@ -679,12 +677,14 @@ fn atomic(
 }
 
 /// An RDMA ATOMIC WRITE: exactly 8 bytes for 8 bytes of the RETH, carried out once and
-/// answered with an RDMA READ response without data, as rxe answers.
+/// answered with an RDMA READ response without data, as rxe answers. Its answer carries
+/// nothing, so unlike a READ's or an atomic's it needs no responder resource to be given
+/// again (see [`duplicate`]).
 fn atomic_write(
     dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     ends: &Ends,
-    w: &mut WireResp,
+    msn: u32,
     pkt: &Packet<'_>,
 ) -> core::result::Result<u32, Refusal> {
     let h = &pkt.headers;
@@ -701,8 +701,7 @@ fn atomic_write(
         Response::Ack => {}
         response => return Err(response.into()),
     }
-    w.resources.keep(Resource::AtomicWrite { psn: h.bth.psn });
-    answer_atomic_write(dev, ends, h.bth.psn, w.msn.wrapping_add(1) & PSN_MASK);
+    answer_atomic_write(dev, ends, h.bth.psn, msn.wrapping_add(1) & PSN_MASK);
     Ok(1)
 }
 
@@ -756,15 +755,10 @@ fn duplicate(
                 );
             }
         }
-        Operation::AtomicWrite => {
-            let done = w
-                .resources
-                .iter()
-                .any(|r| matches!(*r, Resource::AtomicWrite { psn: p } if p == psn));
-            if done {
-                answer_atomic_write(dev, ends, psn, w.msn);
-            }
-        }
+        // Behind the expected PSN, so carried out (a refused one ended the QP): answered
+        // again, however old, where rxe drops what its resources forgot, and its requester
+        // would retry into nothing.
+        Operation::AtomicWrite => answer_atomic_write(dev, ends, psn, w.msn),
         // SENDs and WRITEs: acknowledged up to the last PSN carried out.
         _ if h.bth.ack_req => {
             let last = qp.epsn.load(Ordering::Relaxed).wrapping_sub(1) & PSN_MASK;
