@@ -117,6 +117,29 @@ impl SrdmaCq {
         Ok(())
     }
 
+    /// Maps the ring and doorbell record of `cq`, which the kernel just made as `d` describes;
+    /// if that fails, undoes the creation, sets `errno` and returns null.
+    ///
+    /// # Safety
+    ///
+    /// `cq` must come from [`create_with`] and not be handed out yet; after a failure it must
+    /// not be used.
+    unsafe fn mapped(
+        cq: *mut SrdmaCq,
+        ctx: &SrdmaContext,
+        d: &srdma_create_cq_resp,
+    ) -> *mut SrdmaCq {
+        // SAFETY: Ours (caller guarantee).
+        match unsafe { (*cq).map(ctx, d) } {
+            Ok(()) => cq,
+            Err(e) => {
+                // SAFETY: Not handed out (caller guarantee).
+                unsafe { SrdmaCq::abandon(cq, e) };
+                null_mut()
+            }
+        }
+    }
+
     /// Undoes a creation that failed after the kernel made the CQ: the CQ was not handed out.
     ///
     /// # Safety
@@ -167,15 +190,8 @@ pub(crate) unsafe extern "C" fn create_cq(
     }) else {
         return null_mut();
     };
-    // SAFETY: `cq` is ours until returned.
-    match unsafe { (*cq).map(sctx, &resp.drv) } {
-        Ok(()) => cq.cast(),
-        Err(e) => {
-            // SAFETY: Made above, not handed out.
-            unsafe { SrdmaCq::abandon(cq, e) };
-            null_mut()
-        }
-    }
+    // SAFETY: Made above, not handed out.
+    unsafe { SrdmaCq::mapped(cq, sctx, &resp.drv) }.cast()
 }
 
 #[repr(C)]
@@ -219,19 +235,13 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
     }) else {
         return null_mut();
     };
-    // SAFETY: `cq` is ours until returned.
-    match unsafe { (*cq).map(sctx, &resp.drv) } {
-        Ok(()) => {
-            // SAFETY: As above.
-            crate::cq_ex::install(unsafe { &mut (*cq).vcq }, attr.wc_flags);
-            cq.cast()
-        }
-        Err(e) => {
-            // SAFETY: Made above, not handed out.
-            unsafe { SrdmaCq::abandon(cq, e) };
-            null_mut()
-        }
+    // SAFETY: Made above, not handed out.
+    let cq = unsafe { SrdmaCq::mapped(cq, sctx, &resp.drv) };
+    if !cq.is_null() {
+        // SAFETY: Ours until returned.
+        crate::cq_ex::install(unsafe { &mut (*cq).vcq }, attr.wc_flags);
     }
+    cq.cast()
 }
 
 pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
