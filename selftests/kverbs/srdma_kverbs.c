@@ -83,20 +83,27 @@ static int to_rts(struct ib_qp *qp, u32 dest_qpn, const struct ib_gid_attr *gatt
 			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* Sends len bytes from A to B, inline or through an SGE, and checks what B received. */
-/* An RC QP of pd on cq with depth WRs and one SGE each way. */
-static struct ib_qp *rc_qp(struct ib_pd *pd, struct ib_cq *cq, u32 depth, u32 max_inline)
+/* An RC QP of pd on cq with depth WRs and sges send SGEs (one receive SGE). */
+static struct ib_qp *rc_qp_sges(struct ib_pd *pd, struct ib_cq *cq, u32 depth, u32 max_inline,
+				u32 sges)
 {
 	struct ib_qp_init_attr qia = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1,
+		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = sges,
 			 .max_recv_sge = 1, .max_inline_data = max_inline },
 	};
 
 	return ib_create_qp(pd, &qia);
 }
 
+/* An RC QP of pd on cq with depth WRs and one SGE each way. */
+static struct ib_qp *rc_qp(struct ib_pd *pd, struct ib_cq *cq, u32 depth, u32 max_inline)
+{
+	return rc_qp_sges(pd, cq, depth, max_inline, 1);
+}
+
+/* Sends len bytes from A to B, inline or through an SGE, and checks what B received. */
 static noinline_for_stack void send_one(struct ib_device *ibdev, struct ib_pd *pd,
 					struct ib_cq *cq, struct ib_qp *a, struct ib_qp *b,
 					size_t len, bool inl)
@@ -494,6 +501,90 @@ out:
 		ib_free_cq(cq);
 }
 
+/*
+ * An inline SEND of 1 KiB, the largest inline payload, from three kernel buffers, between two
+ * fresh QPs that take 1 KiB inline and three send SGEs: the payload is copied into the WQE piece
+ * by piece at post time (the buffers are overwritten right after the post), and B receives the
+ * three buffers' bytes in order.
+ */
+static noinline_for_stack void inline_sges(struct ib_device *ibdev, struct ib_pd *pd,
+					   const struct ib_gid_attr *sgid)
+{
+	static const u32 lens[3] = { 400, 1, 623 };
+	u8 *src[3] = {}, *dst = kzalloc(1024, GFP_KERNEL);
+	struct ib_qp *a = ERR_PTR(-EINVAL), *b = ERR_PTR(-EINVAL);
+	struct ib_sge ssge[3], rsge;
+	struct ib_send_wr wr = {};
+	struct ib_recv_wr rwr = {};
+	const struct ib_send_wr *bad;
+	const struct ib_recv_wr *rbad;
+	struct ib_wc wc[2] = {};
+	struct ib_cq *cq;
+	bool same = true;
+	int ret, i, j, got = 0, at = 0;
+	u64 rmap;
+
+	cq = ib_alloc_cq(ibdev, NULL, 16, 0, IB_POLL_DIRECT);
+	CHECK(!IS_ERR(cq), "inline SGEs: ib_alloc_cq");
+	if (IS_ERR(cq))
+		goto free;
+	a = rc_qp_sges(pd, cq, 4, 1024, 3);
+	b = rc_qp_sges(pd, cq, 4, 1024, 3);
+	CHECK(!IS_ERR(a) && !IS_ERR(b), "inline SGEs: two RC QPs that take 1 KiB inline");
+	if (IS_ERR(a) || IS_ERR(b) || !dst)
+		goto out;
+	ret = to_rts(a, b->qp_num, sgid) ?: to_rts(b, a->qp_num, sgid);
+	CHECK(!ret, "inline SGEs: the QPs to RTS (%d)", ret);
+	if (ret)
+		goto out;
+	for (i = 0; i < 3; i++) {
+		src[i] = kmalloc(lens[i], GFP_KERNEL);
+		if (!src[i])
+			goto out;
+		for (j = 0; j < lens[i]; j++)
+			src[i][j] = i * 37 + j;
+		ssge[i] = (struct ib_sge){ .addr = (u64)(uintptr_t)src[i], .length = lens[i],
+					   .lkey = pd->local_dma_lkey };
+	}
+	rmap = ib_dma_map_single(ibdev, dst, 1024, DMA_FROM_DEVICE);
+	rsge = (struct ib_sge){ .addr = rmap, .length = 1024, .lkey = pd->local_dma_lkey };
+	rwr.wr_id = 2;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ret = ib_post_recv(b, &rwr, &rbad);
+	wr.wr_id = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED | IB_SEND_INLINE;
+	wr.sg_list = ssge;
+	wr.num_sge = 3;
+	ret = ret ?: ib_post_send(a, &wr, &bad);
+	CHECK(!ret, "inline SGEs: 1 KiB inline from three SGEs posted (%d)", ret);
+	for (i = 0; i < 3; i++)
+		memset(src[i], 0xee, lens[i]);
+	for (i = 0; i < 2 && !ret; i++) {
+		if (!poll_one(cq, &wc[i]))
+			break;
+		got++;
+	}
+	ib_dma_unmap_single(ibdev, rmap, 1024, DMA_FROM_DEVICE);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < lens[i]; j++, at++)
+			same &= dst[at] == (u8)(i * 37 + j);
+	CHECK(got == 2 && wc[0].status == IB_WC_SUCCESS && wc[1].status == IB_WC_SUCCESS &&
+	      same, "inline SGEs: 1024 bytes arrived in order (%d completions, status %d/%d)",
+	      got, wc[0].status, wc[1].status);
+out:
+	if (!IS_ERR(a))
+		ib_destroy_qp(a);
+	if (!IS_ERR(b))
+		ib_destroy_qp(b);
+	ib_free_cq(cq);
+free:
+	for (i = 0; i < 3; i++)
+		kfree(src[i]);
+	kfree(dst);
+}
+
 static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 {
 	const struct ib_gid_attr *sgid;
@@ -537,6 +628,7 @@ static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 		ret = ib_post_send(a, &wr, &bad);
 		CHECK(ret == -EINVAL && bad == &wr,
 		      "inline above max_inline_data refused: %d, bad_wr set", ret);
+		inline_sges(ibdev, pd, sgid);
 		/* Last: its final check leaves A in the error state. */
 		fastreg(ibdev, pd, cq, a, b);
 	}
