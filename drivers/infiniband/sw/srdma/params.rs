@@ -50,7 +50,7 @@ kernel::module_param_uint!(
     "srdma",
     "doorbell_mode",
     SRDMA_DB_MODE_KICK,
-    "Doorbell mode of new devices: 0 kick (default, the faster one measured), 1 poll"
+    "Doorbell mode of new devices: 0 kick (a syscall per post; default), 1 poll (kernel poller)"
 );
 
 /// The doorbell mode (`SRDMA_DB_MODE_*`) new devices start with: the module parameter
