@@ -146,11 +146,17 @@ impl PageSlice<'_> {
 
     /// Appends `n` bytes from byte `at` of the slice to `skb` as a fragment that refers to the
     /// page (see [`SkBuff::append_page`]): the page stays allocated while the buffer lives,
-    /// and the network stack reads it when the buffer leaves.
+    /// and the network stack reads it when the buffer leaves. The zero page is refused
+    /// (`EOPNOTSUPP`): a fragment may be written in place further down the stack, and that
+    /// page is every process's zeroes.
     ///
     /// [`SkBuff::append_page`]: crate::net::skb::SkBuff::append_page
     #[cfg(CONFIG_INET)]
     pub fn append_to(&self, skb: &mut crate::net::skb::SkBuff, at: usize, n: usize) -> Result {
+        // SAFETY: The helper only returns the address of the zero page.
+        if self.page.as_ptr() == unsafe { bindings::rdma_zero_page() } {
+            return Err(EOPNOTSUPP);
+        }
         let offset = self.at(at, n)?;
         // SAFETY: The page is valid (type invariant) and the range lies within it (checked
         // above); the buffer takes its own reference, so it stays allocated as long as the
