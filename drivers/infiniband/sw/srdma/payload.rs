@@ -194,7 +194,8 @@ fn piece(
     bounce: &mut KVec<u8>,
 ) -> core::result::Result<(), Failed> {
     if d.discards() {
-        return Ok(());
+        // Nothing moves, but the source must still be granted, as for a copy.
+        return s.hold(Failed::Source, |_| Ok(()));
     }
     if s.guarded() && d.guarded() {
         if bounce.len() < n {
