@@ -10,6 +10,11 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
+struct ib_device *rust_helper_rdma_device_to_ibdev(struct device *device)
+{
+	return rdma_device_to_ibdev(device);
+}
+
 bool rust_helper_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);

@@ -470,10 +470,9 @@ unsafe fn sysfs_target<'a, T: Driver>(
     dev: *mut bindings::device,
     attr: *mut bindings::device_attribute,
 ) -> (&'a Device<T>, usize) {
-    // `dev` is a member of an anonymous union of `struct ib_device`, at its start.
-    let offset = core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1);
-    // SAFETY: `dev` is the `dev` member of an `ib_device` of `T` (caller guarantee).
-    let this = unsafe { Device::<T>::from_raw(dev.cast::<u8>().sub(offset).cast()) };
+    // SAFETY: `dev` is the `struct device` of an `ib_device` of `T` (caller guarantee), which
+    // the helper finds as C code does.
+    let this = unsafe { Device::<T>::from_raw(bindings::rdma_device_to_ibdev(dev)) };
     // SAFETY: `attr` is an element of the header's array (caller guarantee).
     let index = unsafe {
         attr.cast_const()

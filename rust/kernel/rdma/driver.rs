@@ -929,8 +929,9 @@ impl<T: Driver> Adapter<T> {
             let pd = unsafe { Pd::<T>::from_raw((*ibqp).pd) };
             // SAFETY: ib_core passes a valid QP.
             let qp_ptr = unsafe { NonNull::new_unchecked(ibqp) };
-            // SAFETY: `init` is valid for the call.
-            let attr = qp::init_attr_from_raw::<T>(qp_ptr, unsafe { &*init });
+            // SAFETY: `init` is what ib_core passes for this QP of a `T` device, valid for the
+            // call; `attr` is used only during it.
+            let attr = unsafe { qp::init_attr_from_raw::<T>(qp_ptr, &*init) };
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
             let created = T::create_qp(pd, &attr, user)?;

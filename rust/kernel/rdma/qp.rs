@@ -436,7 +436,14 @@ impl<T: Driver> Qp<T> {
     }
 }
 
-pub(crate) fn init_attr_from_raw<'a, T: Driver>(
+/// The creation attributes of QP `qp`, as the driver sees them.
+///
+/// # Safety
+///
+/// `a` must be the attributes ib_core passes to `create_qp` for `qp`, a QP of a `T` device,
+/// and the result must not be used after that call returns (the CQs and SRQ it names are
+/// known alive only during it).
+pub(crate) unsafe fn init_attr_from_raw<'a, T: Driver>(
     qp: core::ptr::NonNull<bindings::ib_qp>,
     a: &bindings::ib_qp_init_attr,
 ) -> QpInitAttr<'a, T> {
