@@ -13,7 +13,7 @@ use super::{
     mr::{self, Mr, MrCreated, SgMapper, UserRegion},
     mw::{Mw, MwType},
     pd::Pd,
-    qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+    qp::{self, AhAttr, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpQuery},
     restrack::DriverAttrs,
     srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
     stats::{self, Desc, Scope},
@@ -187,7 +187,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Returns the attributes of a QP (`query_qp`) with the capacities and signalling it was
     /// created with.
-    fn query_qp(_qp: &Qp<Self>, _mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
+    fn query_qp(_qp: &Qp<Self>, _mask: QpAttrMask) -> Result<QpQuery> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -992,11 +992,11 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: A live QP of `T`.
             let q = unsafe { Qp::<T>::from_raw(ibqp) };
-            let (value, cap, sq_sig_all) = T::query_qp(q, QpAttrMask(mask as u32))?;
+            let found = T::query_qp(q, QpAttrMask(mask as u32))?;
             // SAFETY: Both outputs are valid for writes.
             unsafe {
-                value.write_raw(&mut *attr);
-                qp::write_init_attr(&cap, sq_sig_all, &mut *init);
+                found.attr.write_raw(&mut *attr);
+                qp::write_init_attr(&found.cap, found.sq_sig_all, &mut *init);
             }
             Ok(0)
         })

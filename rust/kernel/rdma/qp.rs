@@ -85,6 +85,18 @@ impl QpType {
     }
 }
 
+/// What `query_qp` reports of a QP: its attributes, and the capacities and signalling it was
+/// created with.
+#[derive(Clone, Copy, Debug)]
+pub struct QpQuery {
+    /// The current attributes (`struct ib_qp_attr`).
+    pub attr: QpAttr,
+    /// The capacities of its queues.
+    pub cap: QpCap,
+    /// Whether every send work request completes with a CQE (`IB_SIGNAL_ALL_WR`).
+    pub sq_sig_all: bool,
+}
+
 /// The capacities of a QP's queues (`struct ib_qp_cap`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpCap {

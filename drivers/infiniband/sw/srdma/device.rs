@@ -37,7 +37,7 @@ use kernel::{
         mr::{Mr, MrCreated, SgMapper, UserRegion},
         mw::MwType,
         pd::Pd,
-        qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpInitAttr},
+        qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpQuery},
         restrack::DriverAttrs,
         srq::{Srq, SrqAttr, SrqAttrMask, SrqEvents, SrqType},
         stats::{Desc, Scope},
@@ -427,7 +427,7 @@ impl rdma::Driver for SrdmaDevice {
         SrdmaQp::modify(qp, attr, mask, udata)
     }
 
-    fn query_qp(qp: &Qp<Self>, mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
+    fn query_qp(qp: &Qp<Self>, mask: QpAttrMask) -> Result<QpQuery> {
         SrdmaQp::query(qp, mask)
     }
 

@@ -29,8 +29,8 @@ use kernel::{
         mr::KernelBuf,
         pd::Pd,
         qp::{
-            modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpHandle, QpInitAttr, QpState,
-            QpType,
+            modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpHandle, QpInitAttr, QpQuery,
+            QpState, QpType,
         },
         uapi::{
             srdma_create_qp_resp, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE,
@@ -512,7 +512,7 @@ impl SrdmaQp {
         Ok(())
     }
 
-    pub(crate) fn query(qp: &Qp<SrdmaDevice>, _mask: QpAttrMask) -> Result<(QpAttr, QpCap, bool)> {
+    pub(crate) fn query(qp: &Qp<SrdmaDevice>, _mask: QpAttrMask) -> Result<QpQuery> {
         let shared = &qp.shared;
         let mut attr = *shared.attr.lock();
         attr.cap = shared.cap;
@@ -521,7 +521,11 @@ impl SrdmaQp {
         if attr.port_num == 0 {
             attr.port_num = PORT;
         }
-        Ok((attr, shared.cap, shared.sq_sig_all))
+        Ok(QpQuery {
+            attr,
+            cap: shared.cap,
+            sq_sig_all: shared.sq_sig_all,
+        })
     }
 }
 
