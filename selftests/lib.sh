@@ -252,7 +252,10 @@ fold_tap() {
 	local line
 	while IFS= read -r line; do
 		case $line in
-		"ok "*"# SKIP"*) skip "$1: ${line#ok [0-9]* }" "" ;;
+		"ok "*"# SKIP"*)
+			line=${line#ok [0-9]* }
+			skip "$1: ${line%% # SKIP*}" "${line#* # SKIP }"
+			;;
 		"ok "*) ok "$1: ${line#ok [0-9]* }" ;;
 		"not ok "*) fail "$1: ${line#not ok [0-9]* }" ;;
 		"Bail out!"*) fail "$1: $line" ;;

@@ -15,10 +15,20 @@ WRITE with a huge length and a bad rkey, which the QP must refuse with a NAK and
 
     srdma_forge.py read SRC_IP DST_IP TARGET_COMMAND...
 
-runs TARGET_COMMAND (selftests/srdma_target.c, an RC QP exposing memory for READ), connects to
-it and asks for READs, honest and forged duplicates among them; prints one line per request
-("NAME PSN,PSN,..." : the PSNs of the READ responses that came back, "-" for none, and
+runs TARGET_COMMAND (selftests/srdma_target.c, an RC QP exposing memory for READ and WRITE),
+connects to it and asks for READs, honest and forged duplicates among them; prints one line per
+request ("NAME PSN,PSN,..." : the PSNs of the READ responses that came back, "-" for none, and
 "bad_bytes NAME" where a response's bytes are not the memory's), then the target's last line.
+
+    srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
+
+sends RDMA ATOMIC WRITEs to targets run with TARGET_COMMAND: an honest one, its duplicate with
+another value, then a READ of the word; and, each to a target of its own, forged ones (a
+payload of 4 or 16 bytes, a RETH length of 4, a pad, an unaligned address, a wrong rkey).
+Prints "NAME ANSWERS" for the honest ones ("aw", "aw_dup", "read_back" with the bytes read),
+each answer "OPCODE/PSN/SYNDROME" in hex (the syndrome "ack" for any ACK, "-" for no answer),
+then "aw_end MEMORY STATE" (the target's first 16 bytes in hex and its QP state at the end);
+and "NAME ANSWERS MEMORY STATE" for each forged one.
 """
 import select
 import socket
@@ -28,8 +38,9 @@ import sys
 import time
 import zlib
 
-MODE = sys.argv[1] if sys.argv[1] == "read" else (sys.argv[6] if len(sys.argv) > 6 else "drops")
-if MODE == "read":
+TARGET_MODES = ("read", "atomic_write")
+MODE = sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
+if MODE in TARGET_MODES:
     SRC, DST, TARGET = sys.argv[2], sys.argv[3], sys.argv[4:]
 else:
     PORT, SRC, DST, SIZE = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -37,7 +48,10 @@ else:
 OUR_QPN, OUR_PSN = 0x123, 0x1000
 PKEY = 0xFFFF
 RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY, RC_READ_REQUEST = 0x11, 0x04, 0x0A, 0x0C
+RC_ATOMIC_WRITE = 0x1D
 READ_RESPONSES = range(0x0D, 0x11)
+# What a requester may get back: READ responses, ACK (or NAK), ATOMIC ACKNOWLEDGE.
+ANSWERS = range(0x0D, 0x13)
 
 
 def exchange():
@@ -81,8 +95,8 @@ def icrc(ip, udp, transport):
     return struct.pack("<I", zlib.crc32(b"\xff" * 8 + masked_ip + masked_udp + masked))
 
 
-def bth(opcode, qpn, psn, payload_len, ack_req=True, tver=0):
-    pad = (-payload_len) & 3
+def bth(opcode, qpn, psn, payload_len, ack_req=True, tver=0, pad=None):
+    pad = (-payload_len) & 3 if pad is None else pad
     return struct.pack("!BBHII", opcode, (pad << 4) | tver, PKEY, qpn & 0xFFFFFF,
                        (0x80000000 if ack_req else 0) | (psn & 0xFFFFFF))
 
@@ -111,8 +125,9 @@ def sent_pkts():
         return int(f.read())
 
 
-def read_responses(rx, secs):
-    """The READ responses to OUR_QPN that arrive within secs: [(psn, payload)]."""
+def answers(rx, secs):
+    """The answers to OUR_QPN that arrive within secs: [(opcode, psn, syndrome, payload)], the
+    syndrome None for a READ RESPONSE MIDDLE (no AETH)."""
     got = []
     end = time.time() + secs
     while time.time() < end:
@@ -124,23 +139,45 @@ def read_responses(rx, secs):
             continue
         t = pkt[ihl + 8:]
         opcode, flags, _pkey, qpn, psn = struct.unpack("!BBHII", t[:12])
-        if opcode not in READ_RESPONSES or qpn & 0xFFFFFF != OUR_QPN:
+        if opcode not in ANSWERS or qpn & 0xFFFFFF != OUR_QPN:
             continue
-        hdr = 12 + (0 if opcode == 0x0E else 4)  # MIDDLE has no AETH
+        syndrome = None if opcode == 0x0E else t[12]
+        hdr = 12 + (0 if syndrome is None else 4)
         pad = (flags >> 4) & 3
-        got.append((psn & 0xFFFFFF, t[hdr:len(t) - 4 - pad]))
+        got.append((opcode, psn & 0xFFFFFF, syndrome, t[hdr:len(t) - 4 - pad]))
     return got
 
 
+def read_responses(rx, secs):
+    """The READ responses to OUR_QPN that arrive within secs: [(psn, payload)]."""
+    return [(psn, data) for op, psn, _, data in answers(rx, secs) if op in READ_RESPONSES]
+
+
+class Target:
+    """A run of TARGET_COMMAND, its QP connected to OUR_QPN at OUR_PSN."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(TARGET, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        self.qpn, _psn, self.rkey, self.va = (int(x, 16) for x in self.proc.stdout.readline().split())
+        gid = "00000000000000000000ffff" + socket.inet_aton(SRC).hex()
+        self.proc.stdin.write("%x %x %s\n" % (OUR_QPN, OUR_PSN, gid))
+        self.proc.stdin.flush()
+        if self.proc.stdout.readline().strip() != "connected":
+            print("target did not connect", flush=True)
+            sys.exit(1)
+
+    def finish(self):
+        """Lets the target end; returns the lines it printed after connecting."""
+        self.proc.stdin.write("done\n")
+        self.proc.stdin.flush()
+        out, _ = self.proc.communicate(timeout=30)
+        return out.strip().splitlines()
+
+
 def read_main():
-    target = subprocess.Popen(TARGET, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    qpn, _psn, rkey, va = (int(x, 16) for x in target.stdout.readline().split())
-    gid = "00000000000000000000ffff" + socket.inet_aton(SRC).hex()
-    target.stdin.write("%x %x %s\n" % (OUR_QPN, OUR_PSN, gid))
-    target.stdin.flush()
-    if target.stdout.readline().strip() != "connected":
-        print("target did not connect", flush=True)
-        sys.exit(1)
+    target = Target()
+    qpn, rkey, va = target.qpn, target.rkey, target.va
     raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
     memory = bytes((i * 7) & 0xFF for i in range(65536))
@@ -164,10 +201,51 @@ def read_main():
     read("dup_outside", p + 1, 8192, 1024)  # within the PSNs, outside the range read
     read("dup_never", p - 3, 0, 1024)  # behind, but no READ had that PSN
     read("next", p + 4, 0, 1024)
-    target.stdin.write("done\n")
-    target.stdin.flush()
-    out, _ = target.communicate(timeout=30)
-    print(out.strip().splitlines()[-1] if out.strip() else "target printed nothing", flush=True)
+    out = target.finish()
+    print(out[-1] if out else "target printed nothing", flush=True)
+
+
+def atomic_write_main():
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    p = OUR_PSN
+
+    def show(got):
+        return " ".join("%x/%x/%s" % (op, psn, "-" if syn is None else
+                                      "ack" if syn >> 5 == 0 else "%02x" % syn)
+                        for op, psn, syn, _ in got) or "-"
+
+    def atomic_write(t, psn, offset=0, value=b"\x5a" * 8, key=None, reth_len=8, pad=0):
+        reth = struct.pack("!QII", t.va + offset, t.rkey if key is None else key, reth_len)
+        send(raw, bth(RC_ATOMIC_WRITE, t.qpn, psn, len(value), pad=pad) + reth + value
+             + b"\0" * pad)
+        return show(answers(rx, 2.0))
+
+    def end(t):
+        """The target's memory and state: "HEX N"."""
+        out = dict(line.split(" ", 1) for line in t.finish() if " " in line)
+        return "%s %s" % (out.get("memory", "-"), out.get("state", "-"))
+
+    t = Target()
+    print("aw", atomic_write(t, p, value=b"\x11" * 8), flush=True)
+    print("aw_dup", atomic_write(t, p, value=b"\x22" * 8), flush=True)
+    send(raw, bth(RC_READ_REQUEST, t.qpn, p + 1, 0) + struct.pack("!QII", t.va, t.rkey, 8))
+    got = answers(rx, 2.0)
+    print("read_back", show(got), got[0][3].hex() if got else "-", flush=True)
+    print("aw_end", end(t), flush=True)
+    forged = (
+        ("aw_short", {"value": b"\x33" * 4}),
+        ("aw_long", {"value": b"\x33" * 16}),
+        ("aw_reth_len", {"reth_len": 4}),
+        ("aw_pad", {"pad": 1}),
+        ("aw_unaligned", {"offset": 4}),
+        ("aw_bad_rkey", {}),
+    )
+    for name, forgery in forged:
+        t = Target()
+        if name == "aw_bad_rkey":
+            forgery = {"key": t.rkey ^ 0x100}
+        print(name, atomic_write(t, p, **forgery), end(t), flush=True)
 
 
 def main():
@@ -227,5 +305,7 @@ def main():
 
 if MODE == "read":
     read_main()
+elif MODE == "atomic_write":
+    atomic_write_main()
 else:
     main()

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * An RC QP whose memory a forged peer reads (srdma_forge.py, mode "read"). The QP exposes
- * SIZE bytes, byte i being (i * 7) & 0xff, for RDMA READ; path MTU 1024, max_dest_rd_atomic 4.
+ * An RC QP whose memory a forged peer reads and writes (srdma_forge.py, modes "read" and
+ * "atomic_write"). The QP exposes SIZE bytes, byte i being (i * 7) & 0xff, for RDMA READ and
+ * WRITE; path MTU 1024, max_dest_rd_atomic 4.
  *
  * Prints "QPN PSN RKEY VA" (hex) on one line, reads the peer's "QPN PSN GID" (hex, the GID as
- * 32 digits), connects to it, then waits for a line (or the end of input) and prints the QP's
- * state as "state N" (IBV_QPS_*), so that the peer sees whether what it sent failed the QP.
+ * 32 digits), connects to it, then waits for a line (or the end of input) and prints the first
+ * 16 bytes of the memory as "memory HEX" and the QP's state as "state N" (IBV_QPS_*), so that
+ * the peer sees what it wrote and whether what it sent failed the QP.
  *
  *   srdma_target DEV GID_INDEX
  */
@@ -30,7 +32,8 @@ int main(int argc, char **argv)
 				       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+				 .qp_access_flags = IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_WRITE };
 	char line[128], gid_hex[33];
 	unsigned int qpn, psn;
 	union ibv_gid gid;
@@ -54,7 +57,8 @@ int main(int argc, char **argv)
 		return die("creating the PD, CQ and buffer");
 	for (int i = 0; i < SIZE; i++)
 		buf[i] = i * 7;
-	mr = ibv_reg_mr(pd, buf, SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	mr = ibv_reg_mr(pd, buf, SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+					       IBV_ACCESS_REMOTE_WRITE);
 	qp = mr ? ibv_create_qp(pd, &ia) : NULL;
 	if (!qp)
 		return die("registering the memory and creating the QP");
@@ -95,7 +99,10 @@ int main(int argc, char **argv)
 		line[0] = 0;
 	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
 		return die("query");
-	printf("state %d\n", a.qp_state);
+	printf("memory ");
+	for (int i = 0; i < 16; i++)
+		printf("%02x", buf[i]);
+	printf("\nstate %d\n", a.qp_state);
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(ia.send_cq);

@@ -144,6 +144,28 @@ if prog srdma_target; then
 	check_eq "the QP stays in RTS" "state 3" "$(tail -1 "$out_f")"
 	check_eq "duplicates counted" 5 $(($(counter duplicate_request) - dup0))
 	rm -f "$out_f"
+
+	# ATOMIC WRITEs (srdma_forge.py atomic_write): a duplicate is answered again and never
+	# carried out again; a forged one (not 8 bytes each way, padded, unaligned, a wrong key)
+	# is refused with a NAK that fails the QP, and leaves the memory as it was.
+	out_f=$(mktemp)
+	timeout 180 python3 "$(dirname "$0")/srdma_forge.py" atomic_write "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	answer() { awk -v k="$1" '$1 == k { $1 = ""; print substr($0, 2) }' "$out_f"; }
+	[ -n "$(answer aw_end)" ] || diag "forger: $(cat "$out_f")"
+	intact=00070e151c232a31383f464d545b6269
+	check_eq "an ATOMIC WRITE: answered by a READ response without data" 10/1000/ack \
+		"$(answer aw)"
+	check_eq "its duplicate with another value: answered again" 10/1000/ack "$(answer aw_dup)"
+	check_eq "a READ of the word after them: the first value" "10/1001/ack 1111111111111111" \
+		"$(answer read_back)"
+	check_eq "the duplicate wrote nothing, the QP stays in RTS" \
+		"1111111111111111${intact:16} 3" "$(answer aw_end)"
+	for aw in aw_short:61 aw_long:61 aw_reth_len:61 aw_pad:61 aw_unaligned:61 aw_bad_rkey:62; do
+		check_eq "a forged ATOMIC WRITE (${aw%:*}): NAK ${aw#*:}, nothing written, QP failed" \
+			"11/1000/${aw#*:} $intact 6" "$(answer "${aw%:*}")"
+	done
+	rm -f "$out_f"
 fi
 ip addr del "$FORGE_IP/24" dev "$R"
 
@@ -156,7 +178,7 @@ if ip netns exec "$NS" tc qdisc add dev "$S" root $netem 2>/dev/null &&
 	rt0=$(counter local_ack_timeout_err) sq0=$(counter packet_seq_err)
 	dup0=$(counter duplicate_request) oos0=$(counter out_of_sequence)
 	c_tap "RC over loss, duplication and reordering" 900 srdma_wire srdma_w "$sg" "$PEER_DEV" \
-		"$pg" lossy
+		"$pg" lossy rxe
 	# READs asked again from the first missing response, both ways: the responder answers a
 	# READ repeated in part from the READ it keeps.
 	perftest "RDMA READ over loss: srdma reads from rxe, 16 KiB x 50" 18713 peer ib_read_bw \
@@ -171,7 +193,7 @@ if ip netns exec "$NS" tc qdisc add dev "$S" root $netem 2>/dev/null &&
 	ip netns exec "$NS" tc qdisc del dev "$S" root
 	tc qdisc replace dev "$R" root netem corrupt 5%
 	icrc0=$(counter rx_icrc_errors)
-	c_tap "RC over a corrupting link" 900 srdma_wire srdma_w "$sg" "$PEER_DEV" "$pg" lossy
+	c_tap "RC over a corrupting link" 900 srdma_wire srdma_w "$sg" "$PEER_DEV" "$pg" lossy rxe
 	check "corrupted packets dropped as ICRC errors" test "$(counter rx_icrc_errors)" -gt "$icrc0"
 	tc qdisc del dev "$R" root
 else

@@ -3,7 +3,7 @@
 # srdma to srdma on the wire: two srdma devices in two network namespaces joined by a veth
 # pair. Neither sees the other's address in its own namespace, so nothing takes the loopback
 # shortcut: every exchange of wire_lib.sh's wire_matrix travels as RoCEv2 packets, which the
-# veth counters confirm.
+# veth counters confirm. Then the same over a link that loses, duplicates and reorders.
 
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/wire_lib.sh"
@@ -59,5 +59,26 @@ check "the packets srdma_w sent left through $S ($sent sent, $tx on the veth)" \
 check_eq "no ICRC errors" 0 "$(counter rx_icrc_errors)"
 check_eq "no malformed packets" 0 "$(counter rx_malformed)"
 check_eq "no send errors" 0 "$(counter send_err)"
+
+# A lossy link (netem on both ends), srdma on both ends of each exchange: its requester's
+# retries meet its own responder's answers to duplicates, ATOMIC WRITEs included (against rxe
+# only srdma's requester can be tried there).
+netem="netem loss 3% duplicate 3% delay 1ms reorder 5%"
+if in_ns tc qdisc add dev "$S" root $netem 2>/dev/null &&
+	ip netns exec "$PEER_NS" tc qdisc add dev "$P" root $netem; then
+	dup0=$(counter duplicate_request) oos0=$(counter out_of_sequence)
+	rt0=$(counter local_ack_timeout_err) sq0=$(counter packet_seq_err)
+	c_tap "RC over loss, duplication and reordering" 900 srdma_wire srdma_w "$sg" srdma_p \
+		"$pg" lossy
+	lost=$(($(counter local_ack_timeout_err) - rt0 + $(counter packet_seq_err) - sq0))
+	seen=$(($(counter duplicate_request) - dup0 + $(counter out_of_sequence) - oos0))
+	check "srdma_w's requester recovered lost packets (timeouts or sequence NAKs: $lost)" \
+		test "$lost" -gt 0
+	check "srdma_w's responder saw duplicates or gaps ($seen)" test "$seen" -gt 0
+	in_ns tc qdisc del dev "$S" root
+	ip netns exec "$PEER_NS" tc qdisc del dev "$P" root
+else
+	skip "RC over a lossy link" "no netem (tc qdisc ... netem)"
+fi
 
 finish
