@@ -17,13 +17,13 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	sizes=${BENCH_SIZES:-"64 65536"}
 	tests=${BENCH_TESTS:-"ib_send_lat ib_read_bw"}
 	runs=${BENCH_RUNS:-1}
-	xsizes="64 256 512"
+	xsizes="64 1024 1280"
 	quick=-q
 else
 	sizes=${BENCH_SIZES:-"2 8 64 256 1024 4096 16384 65536 262144 1048576"}
 	tests=${BENCH_TESTS:-"ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw"}
 	runs=${BENCH_RUNS:-3}
-	xsizes="64 128 192 256 320 512"
+	xsizes="64 128 256 512 768 1024 1280"
 	quick=
 fi
 variants=${BENCH_VARIANTS:-$BENCH_VARIANTS_ALL}
@@ -201,7 +201,7 @@ for r in $(seq "$runs"); do
 					base=$out/raw/$v/$t-$mode-$s-r$r
 					if [ -n "$na" ]; then
 						status="n/a:$na"
-					elif [ "$mode" = inline ] && [ "$s" -gt 256 ]; then
+					elif [ "$mode" = inline ] && [ "$s" -gt 1024 ]; then
 						status="n/a:above max inline"
 					else
 						args=(-F -s "$s" -n "$(iters "$t" "$s")")

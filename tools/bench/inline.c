@@ -11,7 +11,7 @@
  *   inline [-q] DEV_A DEV_B GID_INDEX SIZE...
  * One process, one RC QP on each device, connected to each other over RoCEv2 GID GID_INDEX.
  * Prints one line per figure:
- *   max_inline N                       what the QP was granted (requested: 256)
+ *   max_inline N                       what the QP was granted (requested: 1024)
  *   lat MODE SIZE TYPICAL AVG P99 P999  SEND ping-pong, half the round trip in µs (as
  *                                       ib_send_lat); MODE is inline or sge
  *   bw MODE SIZE MBPS MPPS              RDMA WRITE stream, 64 in flight (as ib_write_bw)
@@ -89,8 +89,8 @@ static void open_side(struct side *s, const char *name)
 	if (!s->mr || ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
 		die("reg_mr/query_gid");
 	ia.send_cq = ia.recv_cq = s->cq;
-	/* The most inline data the device grants, up to srdma's 256 bytes. */
-	for (unsigned int want = 256;; want /= 2) {
+	/* The most inline data the device grants, up to srdma's 1024 bytes. */
+	for (unsigned int want = 1024;; want /= 2) {
 		ia.cap.max_inline_data = want;
 		s->qp = ibv_create_qp(s->pd, &ia);
 		if (s->qp || !want)
