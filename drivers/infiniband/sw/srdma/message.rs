@@ -8,8 +8,11 @@
 //! the responder the requester's memory spans, so the data moves once, from the requester's
 //! pages to the responder's.
 
-use crate::payload::Segments;
-use kernel::rdma::qp::QpType;
+use crate::{grh::GRH_SIZE, payload::Segments};
+use kernel::{
+    error::{code::EFAULT, Result},
+    rdma::qp::QpType,
+};
 
 /// A 24-bit packet sequence number.
 pub(crate) const PSN_MASK: u32 = 0xff_ffff;
@@ -58,13 +61,47 @@ pub(crate) enum Op<'a> {
     Atomic { at: Remote, op: Atomic },
     /// An RDMA ATOMIC WRITE: `value` (native byte order) stored whole in the 8 bytes at `at`.
     AtomicWrite { at: Remote, value: u64 },
-    /// A UD datagram: `data` starts with the GRH area.
+    /// A UD datagram: the GRH area a receiver gets before the payload, and the payload.
     Datagram {
-        data: &'a Segments,
+        grh: &'a [u8; GRH_SIZE],
+        data: Payload<'a>,
         qkey: u32,
         imm: Option<u32>,
         network: NetworkHdr,
     },
+}
+
+/// A datagram's payload where its transport has it: the sender's memory (or inline bytes),
+/// or the packet that brought it.
+#[derive(Clone, Copy)]
+pub(crate) enum Payload<'a> {
+    Memory(&'a Segments),
+    Packet(&'a [u8]),
+}
+
+impl Payload<'_> {
+    /// The number of bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Payload::Memory(m) => m.len(),
+            Payload::Packet(p) => p.len(),
+        }
+    }
+
+    /// Copies the `dst.len()` bytes from byte `at` into `dst`.
+    pub(crate) fn read(&self, at: usize, dst: &mut [u8]) -> Result {
+        match self {
+            Payload::Memory(m) => m.read(at, dst),
+            Payload::Packet(p) => {
+                let src = at
+                    .checked_add(dst.len())
+                    .and_then(|end| p.get(at..end))
+                    .ok_or(EFAULT)?;
+                dst.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// What the network header of a request carries besides its addresses: the address vector's

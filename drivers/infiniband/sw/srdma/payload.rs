@@ -30,11 +30,6 @@ pub(crate) enum Failed {
 }
 
 impl Segments {
-    /// No bytes.
-    pub(crate) fn empty() -> Self {
-        Segments::Bytes(KVec::new())
-    }
-
     /// The number of bytes.
     pub(crate) fn len(&self) -> usize {
         match self {
@@ -138,26 +133,49 @@ enum Piece<'a> {
 /// Copies the first `n` bytes of `from` to the first `n` bytes of `to`, once: from the
 /// kernel's bytes or from the source pages straight into the destination pages.
 pub(crate) fn copy(from: &Segments, to: &Segments, n: usize) -> core::result::Result<(), Failed> {
+    copy_to(from, to, 0, n)
+}
+
+/// As [`copy`], to the `n` bytes from byte `to_at` of `to`.
+pub(crate) fn copy_to(
+    from: &Segments,
+    to: &Segments,
+    to_at: usize,
+    n: usize,
+) -> core::result::Result<(), Failed> {
     if n == 0 {
         return Ok(());
     }
     match (from, to) {
         (Segments::Bytes(b), _) => {
             let src = b.get(..n).ok_or(Failed::Source)?;
-            to.write(0, src).map_err(|_| Failed::Destination)
+            to.write(to_at, src).map_err(|_| Failed::Destination)
         }
-        (Segments::Spans(from), Segments::Spans(to)) => copy_spans(from, to, n),
+        (Segments::Spans(from), Segments::Spans(to)) => copy_spans(from, to, to_at, n),
         (_, Segments::Bytes(_)) => Err(Failed::Destination),
     }
 }
 
-/// Copies `n` bytes from the spans `from` to the spans `to`, a piece at a time: each piece
-/// lies in one span of each side and is at most [`CHUNK`] bytes, so that no lock a span holds
-/// is held for long.
-fn copy_spans(from: &[Span], to: &[Span], n: usize) -> core::result::Result<(), Failed> {
+/// Copies `n` bytes from the spans `from` to the spans `to` from byte `to_at` on, a piece at a
+/// time: each piece lies in one span of each side and is at most [`CHUNK`] bytes, so that no
+/// lock a span holds is held for long.
+fn copy_spans(
+    from: &[Span],
+    to: &[Span],
+    to_at: usize,
+    n: usize,
+) -> core::result::Result<(), Failed> {
     let (mut src, mut dst) = (from.iter(), to.iter());
     let (mut s, mut d) = (src.next(), dst.next());
-    let (mut s_at, mut d_at, mut done) = (0, 0, 0);
+    let (mut s_at, mut d_at, mut done) = (0, to_at, 0);
+    // The destination span that byte `to_at` lies in.
+    while let Some(span) = d {
+        if d_at < span.len() {
+            break;
+        }
+        d_at -= span.len();
+        d = dst.next();
+    }
     let mut bounce = KVec::new();
     while done < n {
         let span_s = s.ok_or(Failed::Source)?;

@@ -13,9 +13,8 @@ use crate::{
     counters::Counter,
     device::{SrdmaDevice, PORT},
     fastreg, grh,
-    message::{Atomic, NetworkHdr, Op, Path, Remote, Request, Response, PSN_MASK},
+    message::{Atomic, NetworkHdr, Op, Path, Payload, Remote, Request, Response, PSN_MASK},
     mw,
-    payload::Segments,
     qp::{QpShared, DB_SQ_PI},
     trace,
     transport::{
@@ -398,21 +397,12 @@ fn datagram(
         hop_limit: ud.hop_limit,
         flow_label: ud.flow_label,
     };
-    // A datagram is at most one MTU: it is read whole, behind its GRH area.
     let grh = grh::build(&route, payload.len());
-    let mut data = KVec::new();
-    data.extend_from_slice(&grh, GFP_KERNEL)
-        .and_then(|()| data.extend_with(payload.len(), 0, GFP_KERNEL))
-        .map_err(|_| WcStatus::LocQpOpErr)?;
-    payload
-        .read(0, &mut data[grh.len()..])
-        .map_err(|_| WcStatus::LocProtErr)?;
     let qkey = if ud.remote_qkey & QKEY_FROM_QP != 0 {
         attr.qkey
     } else {
         ud.remote_qkey
     };
-    let data = Segments::Bytes(data);
     let network = if grh::is_v4_mapped(&sgid) && grh::is_v4_mapped(&ud.dgid) {
         NetworkHdr::Ipv4
     } else {
@@ -434,7 +424,8 @@ fn datagram(
             flow_label: ud.flow_label,
         },
         op: Op::Datagram {
-            data: &data,
+            grh: &grh,
+            data: Payload::Memory(&payload),
             qkey,
             imm: (opcode == WrOpcode::SendImm).then_some(wqe.imm_data),
             network,

@@ -13,7 +13,8 @@
 use crate::{
     comp::{complete, flush},
     device::SrdmaDevice,
-    message::{Atomic, Nak, Op, Remote, Request, Response, PSN_MASK},
+    grh::GRH_SIZE,
+    message::{Atomic, Nak, Op, Payload, Remote, Request, Response, PSN_MASK},
     mr::{resolve, Span},
     mw,
     payload::{self, Failed, Segments},
@@ -39,6 +40,7 @@ pub(crate) fn receive(
     req: &Request<'_>,
 ) -> Response {
     if let Op::Datagram {
+        grh,
         data,
         qkey,
         imm,
@@ -52,6 +54,8 @@ pub(crate) fn receive(
             && qp.attr.lock().qkey == qkey
         {
             let mut a = Arrival::new(data, imm, req, WcOpcode::Recv);
+            a.grh = Some(grh);
+            a.byte_len = (grh.len() + data.len()) as u32;
             a.network = Some(network as u8);
             let _ = deliver(dev, qp, &a);
         }
@@ -66,7 +70,7 @@ pub(crate) fn receive(
             imm,
             invalidate,
         } => {
-            let mut a = Arrival::new(data, imm, req, WcOpcode::Recv);
+            let mut a = Arrival::new(Payload::Memory(data), imm, req, WcOpcode::Recv);
             a.invalidate = invalidate;
             deliver(dev, qp, &a)
         }
@@ -174,8 +178,7 @@ fn write(
     if imm.is_none() {
         return Response::Ack;
     }
-    let none = Segments::empty();
-    let mut a = Arrival::new(&none, imm, req, WcOpcode::RecvRdmaWithImm);
+    let mut a = Arrival::new(Payload::Packet(&[]), imm, req, WcOpcode::RecvRdmaWithImm);
     // The receive completion reports what the write carried (as rxe does).
     a.byte_len = len as u32;
     deliver(dev, qp, &a)
@@ -275,8 +278,9 @@ pub(crate) fn atomic_write(
 
 /// A message arriving at a receive queue.
 struct Arrival<'a> {
-    /// The payload; for UD it starts with the GRH area.
-    data: &'a Segments,
+    /// For UD: the GRH area, which goes before the payload.
+    grh: Option<&'a [u8; GRH_SIZE]>,
+    data: Payload<'a>,
     imm: Option<u32>,
     /// The sender asked for a solicited event.
     solicited: bool,
@@ -291,8 +295,9 @@ struct Arrival<'a> {
 }
 
 impl<'a> Arrival<'a> {
-    fn new(data: &'a Segments, imm: Option<u32>, req: &Request<'_>, wc_opcode: WcOpcode) -> Self {
+    fn new(data: Payload<'a>, imm: Option<u32>, req: &Request<'_>, wc_opcode: WcOpcode) -> Self {
         Self {
+            grh: None,
             data,
             imm,
             solicited: req.solicited,
@@ -331,11 +336,12 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
     }
     let (wr_id, mut response) = match RecvWqe::read(rq, *ci) {
         Ok(wqe) => {
+            let len = msg.grh.map_or(0, |g| g.len()) + msg.data.len();
             let copied = wqe
-                .sink(dev, d, rq, max_sge, Some(msg.data.len()))
+                .sink(dev, d, rq, max_sge, Some(len))
                 .map_err(|BadRecv| Response::Nak(Nak::InvalidRequest))
                 .and_then(|sink| {
-                    payload::copy(msg.data, &sink, msg.data.len()).map_err(|f| match f {
+                    place(msg, &sink).map_err(|f| match f {
                         Failed::Source => Response::LocalFault,
                         _ => Response::Nak(Nak::InvalidRequest),
                     })
@@ -372,6 +378,23 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
         finish_receive(dev, d, &done, status);
     }
     response
+}
+
+/// Copies a message into the memory of its receive WQE, GRH area first: once, from where
+/// the transport has it.
+fn place(msg: &Arrival<'_>, sink: &Segments) -> core::result::Result<(), Failed> {
+    let at = match msg.grh {
+        Some(grh) => {
+            sink.write(0, grh).map_err(|_| Failed::Destination)?;
+            grh.len()
+        }
+        None => 0,
+    };
+    match msg.data {
+        Payload::Memory(m) => payload::copy_to(m, sink, at, m.len()),
+        Payload::Packet([]) => Ok(()),
+        Payload::Packet(p) => sink.write(at, p).map_err(|_| Failed::Destination),
+    }
 }
 
 /// The receive completion of a message, once it has been placed.

@@ -17,7 +17,7 @@ use crate::{
     counters::Counter,
     device::{SrdmaDevice, PORT},
     grh::GRH_SIZE,
-    message::{NetworkHdr, Op, Path, Request, Response},
+    message::{NetworkHdr, Op, Path, Payload, Request, Response},
     payload::Segments,
     qp::QpShared,
     resp, trace,
@@ -117,16 +117,12 @@ pub(crate) fn send(
 ) -> Response {
     q.counters.send.sent(None);
     let Op::Datagram {
-        data, qkey, imm, ..
+        data: payload,
+        qkey,
+        imm,
+        ..
     } = req.op
     else {
-        return Response::Lost;
-    };
-    // The datagram's own bytes follow the GRH area that a receiver on this host would get.
-    let Segments::Bytes(bytes) = data else {
-        return Response::Lost;
-    };
-    let Some(payload) = bytes.get(GRH_SIZE..) else {
         return Response::Lost;
     };
     let operation = if imm.is_some() {
@@ -153,7 +149,12 @@ pub(crate) fn send(
         src_qpn: req.src_qpn,
         dest_qpn: req.dest_qpn,
     };
-    if transmit(dev, &ends, &headers, payload).is_err() {
+    // Copied into the packet: the datagram completes once it is handed on, when the network
+    // device may not have read its pages yet.
+    let sent = transmit_with(dev, &ends, &headers, payload.len(), |buf| {
+        payload.read(0, buf)
+    });
+    if sent.is_err() {
         q.counters.send.inc(Counter::TxErrors);
     }
     // Whatever becomes of it, a datagram completes as sent.
@@ -476,11 +477,6 @@ fn datagram(
     if !matches!(qp.qp_type, QpType::Ud | QpType::Gsi) {
         return Err(Dropped::NotOurs);
     }
-    let mut data = KVec::new();
-    data.extend_from_slice(&arrived.grh, GFP_KERNEL)
-        .and_then(|()| data.extend_from_slice(pkt.payload, GFP_KERNEL))
-        .map_err(|_| Dropped::Malformed)?;
-    let data = Segments::Bytes(data);
     let req = Request {
         service: QpType::Ud,
         src_qpn: deth.src_qp,
@@ -490,7 +486,8 @@ fn datagram(
         solicited: h.bth.solicited,
         path: Default::default(),
         op: Op::Datagram {
-            data: &data,
+            grh: &arrived.grh,
+            data: Payload::Packet(pkt.payload),
             qkey: deth.qkey,
             imm: h.imm,
             network: arrived.network,
