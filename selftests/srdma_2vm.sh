@@ -42,6 +42,11 @@ touch "$meet/ready.$side"
 other=b
 [ "$side" = a ] || other=a
 check "the other guest's device is up" wait_for 900 test -e "$meet/ready.$other"
+# The link itself first (ARP and IP between the guests): a TCP connection to a port nobody
+# listens on is refused once packets go both ways, so that a link that does not carry them
+# yet fails here and not as the first exchange's connection.
+link_up() { timeout 2 bash -c "exec 3<>/dev/tcp/$peer_ip/7" 2>&1 | grep -q -i refused; }
+check "the other guest answers on the link" wait_for 120 link_up
 
 # exchange NAME SERVER_SIDE PORT CMD...: CMD is run as the server on SERVER_SIDE (a or b) and
 # as the client on the other; "-p PORT" and, for the client, the server's address follow CMD
