@@ -233,19 +233,18 @@ def atomic_write_main():
     got = answers(rx, 2.0)
     print("read_back", show(got), got[0][3].hex() if got else "-", flush=True)
     print("aw_end", end(t), flush=True)
+    # Each forgery: what it changes of an honest ATOMIC WRITE to target t.
     forged = (
-        ("aw_short", {"value": b"\x33" * 4}),
-        ("aw_long", {"value": b"\x33" * 16}),
-        ("aw_reth_len", {"reth_len": 4}),
-        ("aw_pad", {"pad": 1}),
-        ("aw_unaligned", {"offset": 4}),
-        ("aw_bad_rkey", {}),
+        ("aw_short", lambda t: {"value": b"\x33" * 4}),
+        ("aw_long", lambda t: {"value": b"\x33" * 16}),
+        ("aw_reth_len", lambda t: {"reth_len": 4}),
+        ("aw_pad", lambda t: {"pad": 1}),
+        ("aw_unaligned", lambda t: {"offset": 4}),
+        ("aw_bad_rkey", lambda t: {"key": t.rkey ^ 0x100}),
     )
     for name, forgery in forged:
         t = Target()
-        if name == "aw_bad_rkey":
-            forgery = {"key": t.rkey ^ 0x100}
-        print(name, atomic_write(t, p, **forgery), end(t), flush=True)
+        print(name, atomic_write(t, p, **forgery(t)), end(t), flush=True)
 
 
 def main():
