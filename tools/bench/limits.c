@@ -5,7 +5,9 @@
  *   copy bandwidth for each message size (MB/s as perftest counts it: 2^20 bytes per second):
  *   glibc's memcpy, a plain word-by-word copy (glibc picks a routine by CPU feature, and the
  *   one it picks can be pathological under emulation), and the kernel's own copy between two
- *   user buffers (process_vm_writev into this process: what a kernel-side copy can do);
+ *   user buffers (process_vm_writev into this process, which also pins the pages on every
+ *   call), and on x86-64 `rep movsb`, the instruction the kernel's own copies use on CPUs with
+ *   fast string moves (srdma's copies are the kernel's, so this is the copy they can reach);
  *   the round trip of one cache line between two threads on two CPUs (a shared-memory
  *   ping-pong: the cheapest possible "message" between two cores);
  *   a null system call (the least a doorbell that enters the kernel costs).
@@ -15,6 +17,7 @@
  *   memcpy SIZE MBPS
  *   copy SIZE MBPS
  *   kcopy SIZE MBPS
+ *   movsb SIZE MBPS                    (x86-64 only)
  *   pingpong RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
  *   syscall TYPICAL_US
  * -q measures for less time (the quick run).
@@ -42,7 +45,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-enum copier { GLIBC, WORDS, KERNEL };
+enum copier { GLIBC, WORDS, KERNEL, MOVSB };
 
 /* process_vm_writev failed (a kernel without CONFIG_CROSS_MEMORY_ATTACH). */
 static int kcopy_failed;
@@ -67,6 +70,13 @@ static void copy_words(char *dst, const char *src, size_t size)
 		dst[i] = src[i];
 }
 
+#ifdef __x86_64__
+static void copy_movsb(char *dst, const char *src, size_t size)
+{
+	__asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(size) : : "memory");
+}
+#endif
+
 static void copy(enum copier how, char *dst, char *src, size_t size)
 {
 	struct iovec local = { src, size }, remote = { dst, size };
@@ -81,6 +91,11 @@ static void copy(enum copier how, char *dst, char *src, size_t size)
 	case KERNEL:
 		if (process_vm_writev(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)size)
 			kcopy_failed = 1;
+		break;
+	case MOVSB:
+#ifdef __x86_64__
+		copy_movsb(dst, src, size);
+#endif
 		break;
 	}
 }
@@ -223,6 +238,9 @@ int main(int argc, char **argv)
 			if (!kcopy_failed)
 				printf("kcopy %zu %.2f\n", size, mbps);
 		}
+#ifdef __x86_64__
+		printf("movsb %zu %.2f\n", size, copy_mbps(MOVSB, size));
+#endif
 	}
 	pingpong();
 	null_syscall();
