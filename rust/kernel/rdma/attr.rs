@@ -246,6 +246,10 @@ pub struct DeviceAttr {
     pub timestamp_mask: u64,
     /// The frequency of the clock completion timestamps count, in kHz.
     pub hca_core_clock: u64,
+    /// The largest completion count a CQ's moderation takes (0: no CQ moderation).
+    pub max_cq_moderation_count: u16,
+    /// The largest period, in microseconds, a CQ's moderation takes.
+    pub max_cq_moderation_period: u16,
 }
 
 fn to_int(v: u32) -> i32 {
@@ -292,6 +296,10 @@ impl DeviceAttr {
             local_ca_ack_delay: self.local_ca_ack_delay,
             timestamp_mask: self.timestamp_mask,
             hca_core_clock: self.hca_core_clock,
+            cq_caps: bindings::ib_cq_caps {
+                max_cq_moderation_count: self.max_cq_moderation_count,
+                max_cq_moderation_period: self.max_cq_moderation_period,
+            },
             ..zeroed
         }
     }

@@ -9,9 +9,9 @@ use super::{driver::Driver, qp::QpHandle};
 use crate::{
     bindings,
     init::PinInit,
-    new_spinlock, pin_init,
+    new_spinlock_irqsave, pin_init,
     prelude::*,
-    sync::{Arc, SpinLock},
+    sync::{Arc, SpinLockIrqSave},
 };
 use core::ptr::NonNull;
 
@@ -24,6 +24,19 @@ pub struct CqInitAttr {
     pub comp_vector: u32,
     /// What the creator asks of the CQ besides its size.
     pub flags: CqFlags,
+}
+
+/// How a CQ moderates its completion events (`ibv_modify_cq`, `rdma_set_cq_moderation`).
+///
+/// An armed CQ raises its event once `count` completions have arrived, or `period_us`
+/// microseconds after the first of them, whichever comes first; zero for both raises it at the
+/// first completion, as without moderation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CqModeration {
+    /// Completions per event.
+    pub count: u16,
+    /// The longest an event waits after the first of its completions, in microseconds.
+    pub period_us: u16,
 }
 
 /// The flags a CQ is created with (`enum ib_uverbs_ex_create_cq_flags`).
@@ -107,15 +120,17 @@ unsafe impl Send for RawCq {}
 /// `None` (under the lock) before ib_core frees the CQ.
 #[pin_data]
 pub struct CqEvents {
+    /// Events may be raised from any context, as a NIC's interrupt raises them: softirq and
+    /// hardirq included.
     #[pin]
-    cq: SpinLock<Option<RawCq>>,
+    cq: SpinLockIrqSave<Option<RawCq>>,
 }
 
 impl CqEvents {
     pub(crate) fn new(cq: NonNull<bindings::ib_cq>) -> impl PinInit<Self> {
         // INVARIANT: The CQ is alive: its create trampoline makes the handle.
         pin_init!(Self {
-            cq <- new_spinlock!(Some(RawCq(cq)), "CqEvents::cq"),
+            cq <- new_spinlock_irqsave!(Some(RawCq(cq)), "CqEvents::cq"),
         })
     }
 

@@ -7,7 +7,8 @@
 use super::{
     ah::Ah,
     attr::{DeviceAttr, LinkLayer, PortAttr, PortImmutable},
-    cq::{Cq, CqEvents, CqFlags, CqInitAttr, NotifyFlags, WcWriter},
+    counter::Counter,
+    cq::{Cq, CqEvents, CqFlags, CqInitAttr, CqModeration, NotifyFlags, WcWriter},
     device::Device,
     mmap::EntryInner,
     mr::{self, Mr, MrCreated, SgMapper, UserRegion},
@@ -156,6 +157,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Changes the number of entries of a CQ (`resize_cq`) and returns the number it really
     /// has now.
     fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _user: Option<User<'_, Self>>) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets how a CQ moderates its completion events (`modify_cq`): an event waits for
+    /// `moderation.count` completions or `moderation.period_us` microseconds after the first
+    /// of them, whichever comes first.
+    fn modify_cq(_cq: &Cq<Self>, _moderation: CqModeration) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -318,6 +326,32 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn get_hw_stats(_dev: &Device<Self>, _scope: Scope, _values: &mut [u64]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Binds `qp` to `counter` (`counter_bind_qp`): from now on what the QP counts shows in
+    /// the counter instead of its port's own figures. A counter without an id is new, and the
+    /// driver numbers it ([`Counter::set_id`]). Per-QP counters need all four counter
+    /// operations and [`Driver::port_stats`], whose layout the counters' values share.
+    fn counter_bind_qp(_counter: &mut Counter<'_, Self>, _qp: &Qp<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Unbinds `qp` from `counter` (`counter_unbind_qp`): what it counted while bound stays
+    /// in the counter, and from now on it counts in its port's own figures again.
+    fn counter_unbind_qp(_counter: &Counter<'_, Self>, _qp: &Qp<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Fills in the values of `counter` (`counter_update_stats`), in the order of
+    /// [`Driver::port_stats`]: what its QPs counted while they were bound to it.
+    fn counter_update_stats(_counter: &Counter<'_, Self>, _values: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Lets go of `counter` (`counter_dealloc`): no QP is bound to it any more, and ib_core
+    /// has added its last values to the port's history.
+    fn counter_dealloc(_counter: &Counter<'_, Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// A user context under construction, as passed to [`Driver::alloc_ucontext`]: it can already
@@ -343,6 +377,15 @@ impl<T: Driver> UcontextInit<'_, T> {
 pub(crate) struct Adapter<T: Driver>(PhantomData<T>);
 
 impl<T: Driver> Adapter<T> {
+    /// Whether `T` keeps per-QP counters: all four operations, and the port counters whose
+    /// layout theirs share.
+    const HAS_COUNTERS: bool = T::HAS_COUNTER_BIND_QP
+        && T::HAS_COUNTER_UNBIND_QP
+        && T::HAS_COUNTER_UPDATE_STATS
+        && T::HAS_COUNTER_DEALLOC
+        && T::HAS_PORT_STATS
+        && T::HAS_GET_HW_STATS;
+
     /// The operations table; [`Device::alloc`] copies it into each device and sets its owner.
     pub(crate) const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
         driver_id: T::DRIVER_ID.as_raw(),
@@ -426,6 +469,11 @@ impl<T: Driver> Adapter<T> {
         },
         resize_cq: if T::HAS_RESIZE_CQ {
             Some(Self::resize_cq)
+        } else {
+            None
+        },
+        modify_cq: if T::HAS_MODIFY_CQ {
+            Some(Self::modify_cq)
         } else {
             None
         },
@@ -558,6 +606,31 @@ impl<T: Driver> Adapter<T> {
         } else {
             None
         },
+        counter_bind_qp: if Self::HAS_COUNTERS {
+            Some(Self::counter_bind_qp)
+        } else {
+            None
+        },
+        counter_unbind_qp: if Self::HAS_COUNTERS {
+            Some(Self::counter_unbind_qp)
+        } else {
+            None
+        },
+        counter_dealloc: if Self::HAS_COUNTERS {
+            Some(Self::counter_dealloc)
+        } else {
+            None
+        },
+        counter_alloc_stats: if Self::HAS_COUNTERS {
+            Some(Self::counter_alloc_stats)
+        } else {
+            None
+        },
+        counter_update_stats: if Self::HAS_COUNTERS {
+            Some(Self::counter_update_stats)
+        } else {
+            None
+        },
         // SAFETY: The table holds only pointers and integers; zero means "not provided".
         ..unsafe { core::mem::MaybeUninit::<bindings::ib_device_ops>::zeroed().assume_init() }
     };
@@ -620,6 +693,95 @@ impl<T: Driver> Adapter<T> {
             // All counters are filled in, whatever `index` asked for: ib_core then keeps them
             // for the lifespan.
             Ok(values.len() as crate::ffi::c_int)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` and a live counter of its device, and holds the
+    /// counter's lock.
+    unsafe extern "C" fn counter_bind_qp(
+        counter: *mut bindings::rdma_counter,
+        ibqp: *mut bindings::ib_qp,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live counter of a `T` device; ib_core's lock keeps others off its id.
+            let mut c = unsafe { Counter::<T>::from_raw(counter) };
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            T::counter_bind_qp(&mut c, q)?;
+            // SAFETY: The driver records the binding in the QP, where ib_core looks for it
+            // (the contract of `counter_bind_qp`), under the counter's lock.
+            unsafe { (*ibqp).counter = counter };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` bound to a counter, and holds that counter's lock.
+    unsafe extern "C" fn counter_unbind_qp(ibqp: *mut bindings::ib_qp) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            // SAFETY: As above; `counter` is what `counter_bind_qp` recorded.
+            let counter = unsafe { (*ibqp).counter };
+            if counter.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: The QP's counter is live while the QP is bound to it, and its lock held.
+            let c = unsafe { Counter::<T>::from_raw(counter) };
+            T::counter_unbind_qp(&c, q)?;
+            // SAFETY: As in `counter_bind_qp`: the binding recorded where ib_core looks.
+            unsafe { (*ibqp).counter = core::ptr::null_mut() };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a counter of a device of `T` that no QP is bound to, as it frees it.
+    unsafe extern "C" fn counter_dealloc(
+        counter: *mut bindings::rdma_counter,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live counter of a `T` device that no one else uses any more.
+        let c = unsafe { Counter::<T>::from_raw(counter) };
+        T::counter_dealloc(&c);
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a new counter of a device of `T`.
+    unsafe extern "C" fn counter_alloc_stats(
+        counter: *mut bindings::rdma_counter,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: A live counter of a `T` device.
+        let c = unsafe { Counter::<T>::from_raw(counter) };
+        // ib_core adds a counter's values to its port's by index: the layouts are one.
+        stats::alloc(T::port_stats(c.device(), c.port()))
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a counter of a device of `T` whose values `counter_alloc_stats` made,
+    /// and holds the counter's lock, under which alone the values are written.
+    unsafe extern "C" fn counter_update_stats(
+        counter: *mut bindings::rdma_counter,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live counter of a `T` device.
+            let c = unsafe { Counter::<T>::from_raw(counter) };
+            // SAFETY: As above.
+            let stats = unsafe { (*c.raw()).stats };
+            if stats.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `stats` came from `stats::alloc` in `counter_alloc_stats`, and its values
+            // are written only under the counter's lock, which ib_core holds.
+            let values = unsafe { stats::values(stats) };
+            T::counter_update_stats(&c, values)?;
+            Ok(0)
         })
     }
 
@@ -1298,6 +1460,28 @@ impl<T: Driver> Adapter<T> {
             let real = T::resize_cq(cq, cqe, user)?;
             // SAFETY: ib_core serialises resizes of a CQ; `cqe` reports the new size.
             unsafe { (*ibcq).cqe = i32::try_from(real).unwrap_or(i32::MAX) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T`.
+    unsafe extern "C" fn modify_cq(
+        ibcq: *mut bindings::ib_cq,
+        count: u16,
+        period: u16,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live CQ of `T`.
+            let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+            T::modify_cq(
+                cq,
+                CqModeration {
+                    count,
+                    period_us: period,
+                },
+            )?;
             Ok(0)
         })
     }
