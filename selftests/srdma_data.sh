@@ -54,6 +54,7 @@ fi
 rm -f "$rs" "$rc_out"
 c_tap data 120 srdma_data srdma_a
 c_tap events 120 srdma_events srdma_a
+c_tap cqmod 120 srdma_cq_mod srdma_a srdma_b
 c_tap null 120 srdma_null_mr srdma_a srdma_b
 # Doorbell mode "poll": the same programs with the devices' pollers watching the doorbells.
 hw() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }

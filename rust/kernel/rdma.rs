@@ -13,6 +13,7 @@
 
 pub mod ah;
 pub mod attr;
+pub mod counter;
 pub mod cq;
 pub mod device;
 pub mod driver;

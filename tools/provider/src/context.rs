@@ -105,6 +105,7 @@ static CONTEXT_OPS: VerbsContextOps = {
     slots[op::QUERY_RT_VALUES] = crate::cq_ex::query_rt_values as *const c_void;
     slots[op::DESTROY_CQ] = crate::cq::destroy_cq as *const c_void;
     slots[op::RESIZE_CQ] = crate::cq::resize_cq as *const c_void;
+    slots[op::MODIFY_CQ] = crate::cq::modify_cq as *const c_void;
     slots[op::CREATE_QP] = crate::qp::create_qp as *const c_void;
     slots[op::CREATE_QP_EX] = crate::qp::create_qp_ex as *const c_void;
     slots[op::DESTROY_QP] = crate::qp::destroy_qp as *const c_void;

@@ -4,7 +4,8 @@
 use crate::context::{map, SrdmaContext};
 use crate::datapath::{db_word, DB_CQ_CI};
 use crate::driver::{
-    ibv_cmd_create_cq, ibv_cmd_create_cq_ex, ibv_cmd_destroy_cq, ibv_cmd_resize_cq,
+    ibv_cmd_create_cq, ibv_cmd_create_cq_ex, ibv_cmd_destroy_cq, ibv_cmd_modify_cq,
+    ibv_cmd_resize_cq,
 };
 use crate::ffi::*;
 use crate::lock::CallLock;
@@ -300,5 +301,34 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
             0
         }
         Err(e) => e,
+    }
+}
+
+/// `struct ibv_modify_cq` of rdma-core's kern-abi.h: the extended command's headers and the
+/// kernel's command, all filled in by the library.
+#[repr(C)]
+#[derive(Default)]
+struct ModifyCqCmd {
+    hdr: ib_uverbs_cmd_hdr,
+    ex_hdr: ib_uverbs_ex_cmd_hdr,
+    core: ib_uverbs_ex_modify_cq,
+}
+
+/// `ibv_modify_cq`: CQ moderation, which the kernel keeps (the CQ's completion events are
+/// raised there).
+pub(crate) unsafe extern "C" fn modify_cq(
+    ibcq: *mut ibv_cq,
+    attr: *mut ibv_modify_cq_attr,
+) -> c_int {
+    let mut cmd = ModifyCqCmd::default();
+    // SAFETY: `ibcq` is a CQ of ours, `attr` the caller's, and `cmd` a command buffer of the
+    // size given.
+    unsafe {
+        ibv_cmd_modify_cq(
+            ibcq,
+            attr,
+            (&mut cmd as *mut ModifyCqCmd).cast(),
+            size_of::<ModifyCqCmd>(),
+        )
     }
 }

@@ -113,6 +113,7 @@ pub mod op {
     pub const POST_RECV: usize = 54;
     pub const POST_SEND: usize = 55;
     pub const RESIZE_CQ: usize = 71;
+    pub const MODIFY_CQ: usize = 45;
     pub const REG_MR: usize = 68;
     pub const QUERY_SRQ: usize = 64;
     pub const MODIFY_SRQ: usize = 49;
@@ -213,6 +214,12 @@ extern "C" {
         cmd_size: usize,
         resp: *mut c_void,
         resp_size: usize,
+    ) -> c_int;
+    pub fn ibv_cmd_modify_cq(
+        cq: *mut ibv_cq,
+        attr: *mut crate::ffi::ibv_modify_cq_attr,
+        cmd: *mut c_void,
+        cmd_size: usize,
     ) -> c_int;
     pub fn ibv_cmd_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
     pub fn ibv_cmd_create_qp(
@@ -395,6 +402,7 @@ mod tests {
             (op::REG_MR, "reg_mr"),
             (op::REQ_NOTIFY_CQ, "req_notify_cq"),
             (op::RESIZE_CQ, "resize_cq"),
+            (op::MODIFY_CQ, "modify_cq"),
         ];
         for (index, name) in ours {
             assert_eq!(index, slot(name), "{name}");

@@ -17,10 +17,14 @@ use crate::{
     table::Table,
     wc::{WcStatus, WrOpcode, WC_RECV_BIT},
 };
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::{
+    num::NonZeroU32,
+    sync::atomic::{AtomicU64, Ordering},
+};
 use kernel::{
     c_str, new_mutex,
     prelude::*,
+    rbtree::{RBTree, RBTreeNodeReservation},
     rdma::{stats::Desc, uapi::srdma_cqe},
     sync::{Arc, Mutex},
 };
@@ -93,6 +97,9 @@ counters! {
     ErrLength => "err_length",
     /// Completions with `IBV_WC_WR_FLUSH_ERR`.
     ErrFlush => "err_flush",
+    /// Completion events raised by CQs (one per `ibv_get_cq_event`); with CQ moderation
+    /// fewer than the completions that armed CQs received.
+    CqEvents => "cq_events",
     /// CQEs lost because their CQ was full.
     CqOverflows => "cq_overflows",
     /// Ring contents refused as invalid: producer indices beyond the ring, unknown opcodes,
@@ -251,13 +258,76 @@ impl SharedCounters {
     }
 }
 
-/// The counters of a device that belong to no live QP.
+/// The counters of a device that belong to no live QP, and the bindings of QPs to the
+/// counters of `rdma statistic qp`.
+///
+/// ib_core shows a port's figures as the driver's plus those of its bound counters (and of
+/// counters gone, which it keeps), so a QP's counts belong to exactly one of them: to its
+/// counter from the moment it is bound until it is unbound, to the port otherwise. The QP's
+/// own blocks keep counting either way; what moved to counters is subtracted when the port is
+/// read (see [`QpAccount`]).
 pub(crate) struct DeviceCounters {
     /// What destroyed QPs counted, and the device's own events.
     retired: SharedCounters,
     /// Held by readers and by a QP moving its counts to `retired`, so that a reader sees each
     /// count in exactly one place. Taken before the QP table's lock.
-    lock: Pin<KBox<Mutex<()>>>,
+    accounts: Pin<KBox<Mutex<Accounts>>>,
+}
+
+/// One value per counter, in [`DESCS`] order.
+type Values = [u64; NUM];
+
+/// The counts of a live QP that belong to counters: kept for each QP that was ever bound.
+struct QpAccount {
+    /// The counter the QP is bound to, if any.
+    bound: Option<NonZeroU32>,
+    /// The QP's counts when it was bound; what it counted since belongs to `bound`.
+    base: Values,
+    /// What the QP counted during earlier bindings, which belongs to their counters.
+    moved: Values,
+}
+
+struct Accounts {
+    /// By QP number.
+    qps: RBTree<u32, QpAccount>,
+    /// What QPs counted while bound to a counter and are no longer, by counter number.
+    closed: RBTree<u32, Values>,
+    /// The last counter number given.
+    last_id: u32,
+}
+
+impl Accounts {
+    fn new() -> Self {
+        Self {
+            qps: RBTree::new(),
+            closed: RBTree::new(),
+            last_id: 0,
+        }
+    }
+
+    /// Gives a new counter a number that no live counter has. There are fewer live counters
+    /// than QPs, so the search ends soon.
+    fn new_id(&mut self) -> NonZeroU32 {
+        loop {
+            self.last_id = self.last_id.wrapping_add(1);
+            if let Some(id) = NonZeroU32::new(self.last_id) {
+                if self.closed.get(&id.get()).is_none() {
+                    return id;
+                }
+            }
+        }
+    }
+}
+
+fn add(to: &mut Values, from: &Values) {
+    for (t, f) in to.iter_mut().zip(from) {
+        *t = t.wrapping_add(*f);
+    }
+}
+
+/// `now - then`, counter by counter.
+fn since(now: &Values, then: &Values) -> Values {
+    core::array::from_fn(|i| now[i].wrapping_sub(then[i]))
 }
 
 impl DeviceCounters {
@@ -265,14 +335,14 @@ impl DeviceCounters {
         Ok(Arc::new(
             Self {
                 retired: SharedCounters(Counters::new()),
-                lock: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
+                accounts: KBox::pin_init(new_mutex!(Accounts::new()), GFP_KERNEL)?,
             },
             GFP_KERNEL,
         )?)
     }
 
     /// Counts an event of the device rather than of a QP (rare: the poller's sleeps and
-    /// wake-ups).
+    /// wake-ups, completion events).
     pub(crate) fn inc(&self, c: Counter) {
         self.retired.add(c, 1);
     }
@@ -282,14 +352,104 @@ impl DeviceCounters {
         self.retired.add(c, n);
     }
 
-    /// Writes the device's totals into `values` (one entry per counter, in [`DESCS`] order):
-    /// the counts of destroyed QPs plus those of every QP in `qps`.
+    /// Writes the port's own figures into `values` (one entry per counter, in [`DESCS`]
+    /// order): the counts of destroyed QPs plus those of every QP in `qps`, less what belongs
+    /// to counters.
     pub(crate) fn read(&self, qps: &Table<QpShared>, values: &mut [u64]) {
         values.fill(0);
-        let _guard = self.lock.lock();
+        let acc = self.accounts.lock();
         self.retired.0.sum_into(values);
-        qps.lock()
-            .for_each(|q: &QpShared| q.counters.sum_into(values));
+        qps.lock().for_each(|q: &QpShared| {
+            let now = q.counters.values();
+            let ours = match acc.qps.get(&q.qpn) {
+                None => now,
+                Some(a) => since(if a.bound.is_some() { &a.base } else { &now }, &a.moved),
+            };
+            for (v, o) in values.iter_mut().zip(ours) {
+                *v = v.wrapping_add(o);
+            }
+        });
+    }
+
+    /// Binds QP `q` to the counter `id` (a new one if `None`, which gets a number); returns
+    /// the counter's number.
+    pub(crate) fn bind(&self, q: &QpShared, id: Option<NonZeroU32>) -> Result<NonZeroU32> {
+        // Room first, so that nothing fails half done.
+        let set_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let qp_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let mut acc = self.accounts.lock();
+        if acc.qps.get(&q.qpn).is_some_and(|a| a.bound.is_some()) {
+            return Err(EBUSY);
+        }
+        let id = match id {
+            Some(id) if acc.closed.get(&id.get()).is_some() => id,
+            Some(_) => return Err(EINVAL),
+            None => {
+                let id = acc.new_id();
+                acc.closed.insert(set_node.into_node(id.get(), [0; NUM]));
+                id
+            }
+        };
+        let base = q.counters.values();
+        match acc.qps.get_mut(&q.qpn) {
+            Some(a) => {
+                a.bound = Some(id);
+                a.base = base;
+            }
+            None => {
+                let a = QpAccount {
+                    bound: Some(id),
+                    base,
+                    moved: [0; NUM],
+                };
+                acc.qps.insert(qp_node.into_node(q.qpn, a));
+            }
+        }
+        Ok(id)
+    }
+
+    /// Unbinds QP `q` from its counter: what it counted while bound stays the counter's.
+    pub(crate) fn unbind(&self, q: &QpShared) -> Result {
+        let mut acc = self.accounts.lock();
+        Self::close(&mut acc, q.qpn, &q.counters.values())
+    }
+
+    /// Ends the binding of QP `qpn`, whose counts are `now`.
+    fn close(acc: &mut Accounts, qpn: u32, now: &Values) -> Result {
+        let a = acc.qps.get_mut(&qpn).ok_or(EINVAL)?;
+        let id = a.bound.take().ok_or(EINVAL)?;
+        let bound = since(now, &a.base);
+        add(&mut a.moved, &bound);
+        if let Some(closed) = acc.closed.get_mut(&id.get()) {
+            add(closed, &bound);
+        }
+        Ok(())
+    }
+
+    /// Writes the figures of counter `id` into `values`: what its QPs counted while bound.
+    pub(crate) fn counter_values(
+        &self,
+        qps: &Table<QpShared>,
+        id: NonZeroU32,
+        values: &mut [u64],
+    ) -> Result {
+        let acc = self.accounts.lock();
+        let mut sum = *acc.closed.get(&id.get()).ok_or(EINVAL)?;
+        let table = qps.lock();
+        for (qpn, a) in acc.qps.iter().filter(|(_, a)| a.bound == Some(id)) {
+            if let Some(q) = table.get(*qpn) {
+                add(&mut sum, &since(&q.counters.values(), &a.base));
+            }
+        }
+        for (v, s) in values.iter_mut().zip(sum) {
+            *v = s;
+        }
+        Ok(())
+    }
+
+    /// Forgets counter `id`, which no QP is bound to any more.
+    pub(crate) fn drop_counter(&self, id: NonZeroU32) {
+        self.accounts.lock().closed.remove(&id.get());
     }
 }
 
@@ -323,20 +483,32 @@ impl QpCounters {
         }
     }
 
-    fn sum_into(&self, values: &mut [u64]) {
-        self.send.sum_into(values);
-        self.recv.sum_into(values);
+    /// What the QP counted so far.
+    fn values(&self) -> Values {
+        let mut values = [0; NUM];
+        self.send.sum_into(&mut values);
+        self.recv.sum_into(&mut values);
         let v = &mut values[Counter::RcvdPkts as usize];
         *v = v.wrapping_add(self.rcvd_pkts.load(Ordering::Relaxed));
+        values
     }
 
-    /// Moves the counts so far to the device's totals, as the QP is destroyed. Only
-    /// [`crate::qp::QpShared::retire`] calls it, holding the locks that own
-    /// [`QpCounters::send`] and [`QpCounters::recv`]. A message still in flight to the QP is
-    /// counted when the last reference goes.
-    pub(crate) fn retire(&self) {
-        let _guard = self.dev.lock.lock();
+    /// Moves the counts so far of QP `qpn` to the device's totals, as the QP is destroyed,
+    /// less what belongs to counters. Only [`crate::qp::QpShared::retire`] calls it, holding
+    /// the locks that own [`QpCounters::send`] and [`QpCounters::recv`]. A message still in
+    /// flight to the QP is counted when the last reference goes.
+    pub(crate) fn retire(&self, qpn: u32) {
+        let mut acc = self.dev.accounts.lock();
+        // ib_core unbinds a QP before it destroys it; a binding left would end here.
+        if acc.qps.get(&qpn).is_some_and(|a| a.bound.is_some()) {
+            let _ = DeviceCounters::close(&mut acc, qpn, &self.values());
+        }
         self.drain();
+        if let Some(a) = acc.qps.remove(&qpn) {
+            for (c, moved) in a.moved.iter().enumerate() {
+                self.dev.retired.0.v[c].fetch_sub(*moved, Ordering::Relaxed);
+            }
+        }
     }
 
     fn drain(&self) {

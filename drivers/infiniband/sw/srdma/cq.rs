@@ -3,6 +3,7 @@
 //! Completion queues: a ring of CQEs that the process maps and polls without a syscall.
 
 use crate::{
+    counters::{Counter, DeviceCounters},
     device::SrdmaDevice,
     doorbell::DbRecord,
     limits::{Charge, Kind},
@@ -10,12 +11,14 @@ use crate::{
     trace,
     wc::flags as ibv,
 };
-use core::sync::atomic::{fence, AtomicBool, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    new_spinlock_irqsave,
+    impl_has_hr_timer, new_spinlock_irqsave,
     prelude::*,
     rdma::{
-        cq::{wc_flags, Cq, CqEvents, CqFlags, CqInitAttr, NotifyFlags, Wc, WcWriter},
+        cq::{
+            wc_flags, Cq, CqEvents, CqFlags, CqInitAttr, CqModeration, NotifyFlags, Wc, WcWriter,
+        },
         mmap::{MmapEntry, SharedPages},
         qp::QpHandle,
         uapi::{
@@ -25,8 +28,11 @@ use kernel::{
         ucontext::User,
         Device,
     },
-    sync::{Arc, SpinLockIrqSave},
-    time::Ktime,
+    sync::{Arc, ArcBorrow, SpinLockIrqSave},
+    time::{
+        hrtimer::{HrTimer, HrTimerCallback},
+        Ktime,
+    },
 };
 
 /// Byte offsets in a CQ's doorbell record (`struct srdma_cq_db`).
@@ -88,6 +94,7 @@ impl CqRing {
 }
 
 /// The state of a CQ that QPs write completions to.
+#[pin_data]
 pub(crate) struct CqShared {
     /// Kernel callers poll and arm from any context (softirq for `IB_POLL_SOFTIRQ`, tasklets),
     /// so the ring's lock is a spinlock that keeps interrupts off.
@@ -101,6 +108,38 @@ pub(crate) struct CqShared {
     overran: AtomicBool,
     /// Whether each CQE carries the time it was written (the creator asked for timestamps).
     stamp: bool,
+    /// The moderation `ibv_modify_cq` set: the count in the high half, the period (µs) in the
+    /// low half; zero is none.
+    moderation: AtomicU32,
+    /// Completions that arrived while the CQ was armed and raised no event yet; written under
+    /// the ring's lock.
+    unreported: AtomicU32,
+    /// Raises the event of completions that waited out the moderation period.
+    #[pin]
+    period: HrTimer<CqShared>,
+    /// Where completion events are counted.
+    counters: Arc<DeviceCounters>,
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer for CqShared { self.period }
+}
+
+impl HrTimerCallback for CqShared {
+    fn run(this: ArcBorrow<'_, Self>) {
+        let notify = {
+            let _ring = this.ring.lock();
+            // Nothing waits if the count was reached since; an event goes only to a consumer
+            // that is still armed.
+            let waiting = this.unreported.swap(0, Ordering::Relaxed) != 0;
+            waiting
+                && this.db.load(DB_CQ_ARM).is_ok_and(|arm| arm != 0)
+                && this.db.store(DB_CQ_ARM, 0).is_ok()
+        };
+        if notify {
+            this.raise();
+        }
+    }
 }
 
 /// What `rdma resource show cq -dd` shows of a CQ.
@@ -133,7 +172,12 @@ impl CqShared {
     /// completion event if the CQ is armed for it (`solicited`: the message asked for one).
     /// Fails with `ENOSPC` when the ring is full: the CQ overran, which its consumer hears
     /// about as the CQ error event. `qp` is what a kernel caller's work completion names.
-    pub(crate) fn push(&self, cqe: &srdma_cqe, solicited: bool, qp: Option<QpHandle>) -> Result {
+    pub(crate) fn push(
+        self: &Arc<Self>,
+        cqe: &srdma_cqe,
+        solicited: bool,
+        qp: Option<QpHandle>,
+    ) -> Result {
         let notify = {
             let mut ring = self.ring.lock();
             let consumer = self.db.load(DB_CQ_CI)?;
@@ -164,8 +208,9 @@ impl CqShared {
             // sees this CQE, or this sees its arm word.
             fence(Ordering::SeqCst);
             let arm = self.db.load(DB_CQ_ARM)?;
-            let fire = arm == SRDMA_CQ_ARM_NEXT
+            let wanted = arm == SRDMA_CQ_ARM_NEXT
                 || (arm == SRDMA_CQ_ARM_SOLICITED && (solicited || cqe.status != 0));
+            let fire = wanted && self.moderate();
             if fire {
                 self.db.store(DB_CQ_ARM, 0)?;
             }
@@ -173,9 +218,48 @@ impl CqShared {
         };
         // Outside the ring lock: the handler may poll the CQ.
         if notify {
-            self.events.completion();
+            self.raise();
         }
         Ok(())
+    }
+
+    /// Counts a completion that the armed CQ wants an event for; returns whether the event
+    /// goes now, or else waits for more completions or for the moderation period, whose timer
+    /// the first waiting completion starts. The caller holds the ring's lock.
+    fn moderate(self: &Arc<Self>) -> bool {
+        let m = self.moderation.load(Ordering::Relaxed);
+        let (count, period) = (m >> 16, m & 0xffff);
+        if m == 0 {
+            self.unreported.store(0, Ordering::Relaxed);
+            return true;
+        }
+        let waiting = self.unreported.load(Ordering::Relaxed) + 1;
+        if count != 0 && waiting >= count {
+            self.unreported.store(0, Ordering::Relaxed);
+            // A period timer still queued would find nothing waiting; it goes now so that the
+            // next completion starts a period of its own.
+            HrTimer::try_cancel(self);
+            return true;
+        }
+        self.unreported.store(waiting, Ordering::Relaxed);
+        if waiting == 1 && period != 0 {
+            HrTimer::start(self, u64::from(period) * 1000);
+        }
+        false
+    }
+
+    /// Delivers a completion event.
+    fn raise(&self) {
+        self.counters.inc(Counter::CqEvents);
+        self.events.completion();
+    }
+
+    /// Sets the moderation of completion events; see [`CqModeration`]. Completions already
+    /// waiting keep waiting, for the new count or period.
+    pub(crate) fn set_moderation(&self, m: CqModeration) {
+        let _ring = self.ring.lock();
+        let v = (u32::from(m.count) << 16) | u32::from(m.period_us);
+        self.moderation.store(v, Ordering::Relaxed);
     }
 
     /// Arms the CQ of a kernel caller; returns whether completions are waiting, if asked.
@@ -273,6 +357,8 @@ pub(crate) struct SrdmaCq {
 
 impl Drop for SrdmaCq {
     fn drop(&mut self) {
+        // No event after the CQ is gone: its moderation period ends here.
+        HrTimer::cancel(&self.shared);
         // The ring's mapping belongs to the user context, which may go right after the CQ;
         // QPs still held by the data path keep the ring's memory, not its mapping. The entry
         // goes after the lock is released: removing it may sleep.
@@ -301,17 +387,25 @@ impl SrdmaCq {
         if let Some(mut user) = user {
             user.udata.write(&resp)?;
         }
-        let shared = CqShared {
-            ring: KBox::pin_init(new_spinlock_irqsave!(ring), GFP_KERNEL)?,
-            db,
-            cq_id,
-            events,
-            overran: AtomicBool::new(false),
-            stamp: attr.flags.contains(CqFlags::TIMESTAMP_COMPLETION),
-        };
+        let ring = KBox::pin_init(new_spinlock_irqsave!(ring), GFP_KERNEL)?;
+        let shared = Arc::pin_init(
+            pin_init!(CqShared {
+                ring,
+                db,
+                cq_id,
+                events,
+                overran: AtomicBool::new(false),
+                stamp: attr.flags.contains(CqFlags::TIMESTAMP_COMPLETION),
+                moderation: AtomicU32::new(0),
+                unreported: AtomicU32::new(0),
+                period <- HrTimer::new(),
+                counters: dev.counters().clone(),
+            }),
+            GFP_KERNEL,
+        )?;
         Ok((
             SrdmaCq {
-                shared: Arc::new(shared, GFP_KERNEL)?,
+                shared,
                 _charge: charge,
             },
             cqe,

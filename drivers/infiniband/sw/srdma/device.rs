@@ -32,7 +32,8 @@ use kernel::{
             core_caps, device_caps, kernel_caps, port_caps, AtomicCap, DeviceAttr, LinkLayer, Mtu,
             PhysState, PortAttr, PortImmutable, PortState, MGMT_MAD_SIZE,
         },
-        cq::{Cq, CqEvents, CqInitAttr, NotifyFlags, WcWriter},
+        counter::Counter as QpCounter,
+        cq::{Cq, CqEvents, CqInitAttr, CqModeration, NotifyFlags, WcWriter},
         driver::UcontextInit,
         mr::{Mr, MrCreated, SgMapper, UserRegion},
         mw::MwType,
@@ -393,12 +394,20 @@ impl rdma::Driver for SrdmaDevice {
             // 64 bits.
             timestamp_mask: u64::MAX,
             hca_core_clock: 1_000_000,
+            // Any count, and periods up to 65 ms: an hrtimer has no hardware field's width.
+            max_cq_moderation_count: u16::MAX,
+            max_cq_moderation_period: u16::MAX,
             ..DeviceAttr::default()
         })
     }
 
     fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<User<'_, Self>>) -> Result<u32> {
         SrdmaCq::resize(cq, cqe, user)
+    }
+
+    fn modify_cq(cq: &Cq<Self>, moderation: CqModeration) -> Result {
+        cq.shared.set_moderation(moderation);
+        Ok(())
     }
 
     fn post_send_user(qp: &Qp<Self>) -> Result {
@@ -507,5 +516,27 @@ impl rdma::Driver for SrdmaDevice {
         }
         dev.counters.read(&dev.qps, values);
         Ok(())
+    }
+
+    fn counter_bind_qp(counter: &mut QpCounter<'_, Self>, qp: &Qp<Self>) -> Result {
+        let id = qp.device().counters.bind(&qp.shared, counter.id())?;
+        counter.set_id(id);
+        Ok(())
+    }
+
+    fn counter_unbind_qp(_counter: &QpCounter<'_, Self>, qp: &Qp<Self>) -> Result {
+        qp.device().counters.unbind(&qp.shared)
+    }
+
+    fn counter_update_stats(counter: &QpCounter<'_, Self>, values: &mut [u64]) -> Result {
+        let dev = counter.device();
+        let id = counter.id().ok_or(EINVAL)?;
+        dev.counters.counter_values(&dev.qps, id, values)
+    }
+
+    fn counter_dealloc(counter: &QpCounter<'_, Self>) {
+        if let Some(id) = counter.id() {
+            counter.device().counters.drop_counter(id);
+        }
     }
 }

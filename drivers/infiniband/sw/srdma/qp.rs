@@ -172,7 +172,7 @@ impl QpShared {
         let _rq = self.rq_ci.lock();
         let _srq = self.srq.as_ref().map(|srq| srq.ci.lock());
         self.alive.store(false, Ordering::Release);
-        self.counters.retire();
+        self.counters.retire(self.qpn);
         if let Some(handle) = self.handle {
             self.send_cq.forget(handle);
             self.recv_cq.forget(handle);
