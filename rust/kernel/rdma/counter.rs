@@ -14,8 +14,16 @@
 //!
 //! [`Driver::port_stats`]: super::Driver::port_stats
 
-use super::{device::Device, driver::Driver};
-use crate::bindings;
+use super::{
+    device::Device,
+    driver::{Adapter, Driver},
+    qp::Qp,
+    stats,
+};
+use crate::{
+    bindings,
+    error::{code::EINVAL, from_result},
+};
 use core::{marker::PhantomData, num::NonZeroU32};
 
 /// A counter of a device of driver `T`, as ib_core passes it to the driver's counter
@@ -77,5 +85,98 @@ impl<'a, T: Driver> Counter<'a, T> {
         // SAFETY: The counter is live for `'a` and its device is a device of `T` (type
         // invariant), which outlives its counters.
         unsafe { Device::<T>::from_raw((*self.raw).device) }
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` and a live counter of its device, and holds the
+    /// counter's lock.
+    pub(crate) unsafe extern "C" fn counter_bind_qp(
+        counter: *mut bindings::rdma_counter,
+        ibqp: *mut bindings::ib_qp,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live counter of a `T` device; ib_core's lock keeps others off its id.
+            let mut c = unsafe { Counter::<T>::from_raw(counter) };
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            T::counter_bind_qp(&mut c, q)?;
+            // SAFETY: The driver records the binding in the QP, where ib_core looks for it
+            // (the contract of `counter_bind_qp`), under the counter's lock.
+            unsafe { (*ibqp).counter = counter };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` bound to a counter, and holds that counter's lock.
+    pub(crate) unsafe extern "C" fn counter_unbind_qp(
+        ibqp: *mut bindings::ib_qp,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            // SAFETY: As above; `counter` is what `counter_bind_qp` recorded.
+            let counter = unsafe { (*ibqp).counter };
+            if counter.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: The QP's counter is live while the QP is bound to it, and its lock held.
+            let c = unsafe { Counter::<T>::from_raw(counter) };
+            T::counter_unbind_qp(&c, q)?;
+            // SAFETY: As in `counter_bind_qp`: the binding recorded where ib_core looks.
+            unsafe { (*ibqp).counter = core::ptr::null_mut() };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a counter of a device of `T` that no QP is bound to, as it frees it.
+    pub(crate) unsafe extern "C" fn counter_dealloc(
+        counter: *mut bindings::rdma_counter,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live counter of a `T` device that no one else uses any more.
+        let c = unsafe { Counter::<T>::from_raw(counter) };
+        T::counter_dealloc(&c);
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a new counter of a device of `T`.
+    pub(crate) unsafe extern "C" fn counter_alloc_stats(
+        counter: *mut bindings::rdma_counter,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: A live counter of a `T` device.
+        let c = unsafe { Counter::<T>::from_raw(counter) };
+        // ib_core adds a counter's values to its port's by index: the layouts are one.
+        stats::alloc(T::port_stats(c.device(), c.port()))
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a counter of a device of `T` whose values `counter_alloc_stats` made,
+    /// and holds the counter's lock, under which alone the values are written.
+    pub(crate) unsafe extern "C" fn counter_update_stats(
+        counter: *mut bindings::rdma_counter,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live counter of a `T` device.
+            let c = unsafe { Counter::<T>::from_raw(counter) };
+            // SAFETY: As above.
+            let stats = unsafe { (*c.raw()).stats };
+            if stats.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `stats` came from `stats::alloc` in `counter_alloc_stats`, and its values
+            // are written only under the counter's lock, which ib_core holds.
+            let values = unsafe { stats::values(stats) };
+            T::counter_update_stats(&c, values)?;
+            Ok(0)
+        })
     }
 }

@@ -5,9 +5,15 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{driver::Driver, qp::QpHandle};
+use super::{
+    device::Device,
+    driver::{Adapter, Driver},
+    qp::QpHandle,
+    ucontext::User,
+};
 use crate::{
     bindings,
+    error::from_result,
     init::PinInit,
     new_spinlock_irqsave, pin_init,
     prelude::*,
@@ -287,5 +293,156 @@ impl<'a> WcWriter<'a> {
         out.network_hdr_type = c.network_hdr_type;
         self.written += 1;
         true
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed CQ of `size_ib_cq` bytes on a device of `T`, valid attributes,
+    /// and `attrs` null (kernel caller) or a valid command bundle.
+    pub(crate) unsafe extern "C" fn create_cq(
+        ibcq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` before calling the driver.
+            let dev = unsafe { Device::<T>::from_raw((*ibcq).device) };
+            // SAFETY: `attr` is valid for the call.
+            let attr = unsafe {
+                CqInitAttr {
+                    cqe: (*attr).cqe,
+                    comp_vector: (*attr).comp_vector,
+                    flags: CqFlags::from_raw((*attr).flags),
+                }
+            };
+            let udata = if attrs.is_null() {
+                core::ptr::null_mut()
+            } else {
+                // SAFETY: `attrs` is a valid bundle; its driver data is inside it.
+                unsafe { bindings::uverbs_attr_bundle_udata(attrs) }
+            };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            // SAFETY: ib_core passes a valid CQ.
+            let events = Arc::pin_init(
+                CqEvents::new(unsafe { NonNull::new_unchecked(ibcq) }),
+                GFP_KERNEL,
+            )?;
+            let (data, cqe) = match T::create_cq(dev, &attr, events.clone(), user) {
+                Ok(created) => created,
+                Err(e) => {
+                    // ib_core frees the CQ without `destroy_cq`: copies the driver kept must
+                    // not reach it.
+                    events.revoke();
+                    return Err(e);
+                }
+            };
+            // SAFETY: ib_core just allocated the CQ (`destroy_cq` drops the data and the
+            // events); `cqe` is ours to set during creation.
+            unsafe {
+                Cq::<T>::extra_slot(ibcq).write(Some(events));
+                Cq::<T>::init_data(ibcq, data);
+                (*ibcq).cqe = i32::try_from(cqe).unwrap_or(i32::MAX);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a CQ that `create_cq` initialised.
+    pub(crate) unsafe extern "C" fn destroy_cq(
+        ibcq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: `create_cq` set the events of the CQ; nothing else touches the slot.
+        if let Some(events) = unsafe { (*Cq::<T>::extra_slot(ibcq)).take() } {
+            // No handler runs for the CQ once this returns, wherever the driver keeps copies.
+            events.revoke();
+        }
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Cq::<T>::drop_data(ibcq) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T`.
+    pub(crate) unsafe extern "C" fn req_notify_cq(
+        ibcq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live CQ of `T`.
+        let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+        from_result(|| T::req_notify_cq(cq, NotifyFlags(flags)).map(i32::from))
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T` and room for `num_entries` completions at `wc`.
+    pub(crate) unsafe extern "C" fn poll_cq(
+        ibcq: *mut bindings::ib_cq,
+        num_entries: crate::ffi::c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> crate::ffi::c_int {
+        let Ok(n) = usize::try_from(num_entries) else {
+            return 0;
+        };
+        if n == 0 || wc.is_null() {
+            return 0;
+        }
+        // SAFETY: A live CQ of `T`.
+        let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+        // SAFETY: The caller provides `num_entries` entries at `wc`, ours for the call.
+        let mut out = WcWriter::new(unsafe { core::slice::from_raw_parts_mut(wc, n) });
+        from_result(|| {
+            T::poll_cq(cq, &mut out)?;
+            Ok(out.written() as i32)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T` and `udata` null or valid.
+    pub(crate) unsafe extern "C" fn resize_cq(
+        ibcq: *mut bindings::ib_cq,
+        cqe: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live CQ of `T`.
+            let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+            let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let real = T::resize_cq(cq, cqe, user)?;
+            // SAFETY: ib_core serialises resizes of a CQ; `cqe` reports the new size.
+            unsafe { (*ibcq).cqe = i32::try_from(real).unwrap_or(i32::MAX) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live CQ of `T`.
+    pub(crate) unsafe extern "C" fn modify_cq(
+        ibcq: *mut bindings::ib_cq,
+        count: u16,
+        period: u16,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live CQ of `T`.
+            let cq = unsafe { Cq::<T>::from_raw(ibcq) };
+            T::modify_cq(
+                cq,
+                CqModeration {
+                    count,
+                    period_us: period,
+                },
+            )?;
+            Ok(0)
+        })
     }
 }

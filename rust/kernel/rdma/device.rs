@@ -7,7 +7,7 @@
 use super::driver::{Adapter, Driver};
 use crate::{
     bindings, device,
-    error::to_result,
+    error::{from_result, to_result},
     net,
     prelude::*,
     str::CStr,
@@ -517,5 +517,99 @@ unsafe extern "C" fn sysfs_store<T: Driver>(
     match T::sysfs_store(this, index, input) {
         Ok(()) => count as isize,
         Err(e) => e.to_errno() as isize,
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T` and `attr` and `udata` are valid, as ib_core guarantees.
+    pub(crate) unsafe extern "C" fn query_device(
+        ibdev: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: `udata`, if not null, is a valid `ib_udata` for the duration of the call.
+            if let Some(udata) = unsafe { udata.as_ref() } {
+                // No driver-specific query data is defined.
+                if udata.inlen != 0 || udata.outlen != 0 {
+                    return Err(EINVAL);
+                }
+            }
+            // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+            let dev = unsafe { Device::<T>::from_raw(ibdev) };
+            let value = T::query_device(dev)?.to_raw();
+            // SAFETY: `attr` is valid for writes.
+            unsafe { attr.write(value) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T` and `attr` is valid, as ib_core guarantees.
+    pub(crate) unsafe extern "C" fn query_port(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+            let dev = unsafe { Device::<T>::from_raw(ibdev) };
+            let value = T::query_port(dev, port)?.to_raw();
+            // SAFETY: `attr` is valid for writes.
+            unsafe { attr.write(value) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T` and `imm` is valid, as ib_core guarantees.
+    pub(crate) unsafe extern "C" fn get_port_immutable(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        imm: *mut bindings::ib_port_immutable,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+            let dev = unsafe { Device::<T>::from_raw(ibdev) };
+            let value = T::port_immutable(dev, port)?.to_raw();
+            // SAFETY: `imm` is valid for writes.
+            unsafe { imm.write(value) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T`, as ib_core guarantees.
+    pub(crate) unsafe extern "C" fn get_link_layer(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+    ) -> bindings::rdma_link_layer {
+        // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+        let dev = unsafe { Device::<T>::from_raw(ibdev) };
+        T::link_layer(dev, port) as bindings::rdma_link_layer
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T` and `pkey` is valid, as ib_core guarantees.
+    pub(crate) unsafe extern "C" fn query_pkey(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+            let dev = unsafe { Device::<T>::from_raw(ibdev) };
+            let value = T::query_pkey(dev, port, index)?;
+            // SAFETY: `pkey` is valid for writes.
+            unsafe { pkey.write(value) };
+            Ok(0)
+        })
     }
 }

@@ -10,6 +10,7 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/linux/vmalloc.h`](srctree/include/linux/vmalloc.h).
 
+use super::driver::{Adapter, Driver};
 use crate::{
     bindings,
     prelude::*,
@@ -313,5 +314,37 @@ impl Drop for MmapEntry {
         // SAFETY: We hold the insertion (type invariant); afterwards ib_core frees the entry
         // through `mmap_free` once the last mapping is gone.
         unsafe { bindings::rdma_user_mmap_entry_remove((*self.ptr.as_ptr()).rdma.get()) };
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a live context of `T` and the VMA being mapped.
+    pub(crate) unsafe extern "C" fn mmap(
+        ibuctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> crate::ffi::c_int {
+        // SAFETY: Looks the offset up in the context's table; it also checks that the VMA's
+        // length equals the entry's.
+        let rdma = unsafe { bindings::rdma_user_mmap_entry_get(ibuctx, vma) };
+        if rdma.is_null() {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: `Ucontext::insert_mmap` is the only way entries get into a `T` context.
+        let entry = unsafe { EntryInner::from_raw(rdma) };
+        // SAFETY: The pages are a `vmalloc_user` allocation of exactly the VMA's length.
+        let ret = unsafe { bindings::remap_vmalloc_range(vma, entry.pages.as_ptr().cast(), 0) };
+        // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA keeps its own.
+        unsafe { bindings::rdma_user_mmap_entry_put(rdma) };
+        ret
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once, when the last reference to an entry is gone.
+    pub(crate) unsafe extern "C" fn mmap_free(rdma: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: Entries of `T` contexts are `EntryInner`s and this is the last reference.
+        unsafe { EntryInner::free(rdma) };
     }
 }

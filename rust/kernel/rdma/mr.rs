@@ -5,7 +5,13 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h).
 
-use super::{device::Device, driver::Driver, pages::PageSlice};
+use super::{
+    device::Device,
+    driver::{Adapter, Driver},
+    pages::PageSlice,
+    pd::Pd,
+    ucontext::User,
+};
 use crate::{bindings, error::from_err_ptr, page::PAGE_SIZE, prelude::*, types::Opaque};
 use core::{
     ffi::c_void,
@@ -496,5 +502,121 @@ impl<T: Driver> Deref for Mr<T> {
 
     fn deref(&self) -> &T::Mr {
         &self.data
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a live PD of `T` and `udata` null or valid.
+    pub(crate) unsafe extern "C" fn reg_user_mr(
+        ibpd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let reg = || -> Result<*mut bindings::ib_mr> {
+            // SAFETY: A live PD of `T`.
+            let pd = unsafe { Pd::<T>::from_raw(ibpd) };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let region = UserRegion {
+                start,
+                length,
+                iova,
+                access: access as u32,
+            };
+            Mr::<T>::into_raw(T::reg_user_mr(pd, &region, user)?)
+        };
+        match reg() {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live kernel PD of `T`.
+    pub(crate) unsafe extern "C" fn get_dma_mr(
+        ibpd: *mut bindings::ib_pd,
+        access: crate::ffi::c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: A live PD of `T`.
+        let pd = unsafe { Pd::<T>::from_raw(ibpd) };
+        let created = if uses_virt_dma(pd.device()) {
+            T::get_dma_mr(pd, access as u32)
+        } else {
+            Err(EOPNOTSUPP)
+        };
+        match created.and_then(Mr::<T>::into_raw) {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live PD of `T`.
+    pub(crate) unsafe extern "C" fn alloc_mr(
+        ibpd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        let alloc = || -> Result<*mut bindings::ib_mr> {
+            if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: A live PD of `T`.
+            let pd = unsafe { Pd::<T>::from_raw(ibpd) };
+            if !uses_virt_dma(pd.device()) {
+                return Err(EOPNOTSUPP);
+            }
+            Mr::<T>::into_raw(T::alloc_fast_mr(pd, max_num_sg)?)
+        };
+        match alloc() {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes an MR that `alloc_mr` made (only those are mapped), a DMA-mapped list
+    /// of `sg_nents` entries and `sg_offset` null or valid.
+    pub(crate) unsafe extern "C" fn map_mr_sg(
+        ibmr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: crate::ffi::c_int,
+        sg_offset: *mut crate::ffi::c_uint,
+    ) -> crate::ffi::c_int {
+        // SAFETY: The MR came from `Mr::<T>::into_raw` and is alive.
+        let mr = unsafe { &*ibmr.cast::<Mr<T>>() };
+        // SAFETY: ib_core's arguments, for a fast-register MR of `T`.
+        let mapper = unsafe { SgMapper::new(mr, sg, sg_nents, sg_offset) };
+        match T::map_mr_sg(mr, mapper) {
+            Ok(n) => i32::try_from(n).unwrap_or(i32::MAX),
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for an MR made by `reg_user_mr`, `get_dma_mr` or `alloc_mr`.
+    pub(crate) unsafe extern "C" fn dereg_mr(
+        ibmr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        if T::HAS_MAY_DEREG_MR {
+            // SAFETY: The MR came from `Mr::<T>::into_raw` and is alive until freed below.
+            let mr = unsafe { &*ibmr.cast::<Mr<T>>() };
+            if let Err(e) = T::may_dereg_mr(mr) {
+                return e.to_errno();
+            }
+        }
+        // SAFETY: The MR came from `Mr::<T>::into_raw` and ib_core is done with it.
+        unsafe { Mr::<T>::free(ibmr) };
+        0
     }
 }

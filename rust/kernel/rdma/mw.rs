@@ -5,8 +5,15 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{driver::Driver, pd::Pd};
-use crate::bindings;
+use super::{
+    driver::{Adapter, Driver},
+    pd::Pd,
+    ucontext::User,
+};
+use crate::{
+    bindings,
+    error::{code::EINVAL, from_result},
+};
 
 /// The type of a memory window (`enum ib_mw_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,5 +47,41 @@ impl<T: Driver> Mw<T> {
     pub fn pd(&self) -> &Pd<T> {
         // SAFETY: ib_core sets `pd` before calling the driver; it outlives the window.
         unsafe { Pd::from_raw((*self.raw()).pd) }
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed window of `size_ib_mw` bytes whose `device`, `pd` and `type` are
+    /// set, and `udata` null or valid.
+    pub(crate) unsafe extern "C" fn alloc_mw(
+        ibmw: *mut bindings::ib_mw,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `pd` and `type` before calling the driver.
+            let (pd, mw_type) = unsafe { (Pd::<T>::from_raw((*ibmw).pd), (*ibmw).type_) };
+            let mw_type = MwType::from_raw(mw_type).ok_or(EINVAL)?;
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let (data, rkey) = T::alloc_mw(pd, mw_type, user)?;
+            // SAFETY: ib_core just allocated the object; `dealloc_mw` drops the data. The rkey
+            // is the driver's to set before ib_core reports it.
+            unsafe {
+                Mw::<T>::init_data(ibmw, data);
+                (*ibmw).rkey = rkey;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a window that `alloc_mw` initialised.
+    pub(crate) unsafe extern "C" fn dealloc_mw(ibmw: *mut bindings::ib_mw) -> crate::ffi::c_int {
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Mw::<T>::drop_data(ibmw) };
+        0
     }
 }

@@ -4,8 +4,19 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{cq::Cq, driver::Driver, pd::Pd, srq::Srq};
-use crate::bindings;
+use super::{
+    cq::Cq,
+    driver::{Adapter, Driver},
+    pd::Pd,
+    srq::Srq,
+    ucontext::User,
+    udata::UData,
+};
+use crate::{
+    bindings,
+    error::{code::EINVAL, from_result},
+};
+use core::ptr::NonNull;
 
 /// The state of a QP (`enum ib_qp_state`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -482,4 +493,93 @@ pub(crate) fn write_init_attr(cap: &QpCap, sq_sig_all: bool, a: &mut bindings::i
     } else {
         bindings::ib_sig_type_IB_SIGNAL_REQ_WR
     };
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed QP of `size_ib_qp` bytes whose `device`, `pd` and CQs are set,
+    /// valid attributes, and `udata` null (kernel caller) or valid.
+    pub(crate) unsafe extern "C" fn create_qp(
+        ibqp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `pd` before calling the driver; it is a PD of this device.
+            let pd = unsafe { Pd::<T>::from_raw((*ibqp).pd) };
+            // SAFETY: ib_core passes a valid QP.
+            let qp_ptr = unsafe { NonNull::new_unchecked(ibqp) };
+            // SAFETY: `init` is what ib_core passes for this QP of a `T` device, valid for the
+            // call; `attr` is used only during it.
+            let attr = unsafe { init_attr_from_raw::<T>(qp_ptr, &*init) };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            let created = T::create_qp(pd, &attr, user)?;
+            // SAFETY: ib_core just allocated the QP (`destroy_qp` drops the data); the QP
+            // number and the real capacities are the driver's to report during creation.
+            unsafe {
+                Qp::<T>::init_data(ibqp, created.data);
+                (*ibqp).qp_num = created.qp_num;
+                write_init_attr(&created.cap, attr.sq_sig_all, &mut *init);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a QP that `create_qp` initialised.
+    pub(crate) unsafe extern "C" fn destroy_qp(
+        ibqp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Qp::<T>::drop_data(ibqp) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` and valid attributes.
+    pub(crate) unsafe extern "C" fn modify_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: crate::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            let mask = QpAttrMask(mask as u32);
+            // SAFETY: `attr` is valid for the call.
+            let attr = QpAttr::from_raw(unsafe { &*attr }, mask).ok_or(EINVAL)?;
+            // SAFETY: `udata` is null or valid for the call.
+            let udata = unsafe { UData::from_raw(udata) };
+            T::modify_qp(q, &attr, mask, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T` and valid output structures.
+    pub(crate) unsafe extern "C" fn query_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: crate::ffi::c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live QP of `T`.
+            let q = unsafe { Qp::<T>::from_raw(ibqp) };
+            let found = T::query_qp(q, QpAttrMask(mask as u32))?;
+            // SAFETY: Both outputs are valid for writes.
+            unsafe {
+                found.attr.write_raw(&mut *attr);
+                write_init_attr(&found.cap, found.sq_sig_all, &mut *init);
+            }
+            Ok(0)
+        })
+    }
 }

@@ -4,9 +4,15 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use super::{driver::Driver, pd::Pd};
+use super::{
+    driver::{Adapter, Driver},
+    pd::Pd,
+    ucontext::User,
+    udata::UData,
+};
 use crate::{
     bindings,
+    error::from_result,
     init::PinInit,
     new_spinlock, pin_init,
     prelude::*,
@@ -152,5 +158,106 @@ impl<T: Driver> Srq<T> {
     pub fn pd(&self) -> &Pd<T> {
         // SAFETY: ib_core sets `pd` at creation; it outlives the SRQ and is a `Pd<T>`.
         unsafe { Pd::from_raw((*self.raw()).pd) }
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed SRQ of `size_ib_srq` bytes whose `device` and `pd` are set,
+    /// valid attributes, and `udata` null or valid.
+    pub(crate) unsafe extern "C" fn create_srq(
+        ibsrq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `pd` before calling the driver.
+            let pd = unsafe { Pd::<T>::from_raw((*ibsrq).pd) };
+            // SAFETY: `init` is valid for the call.
+            let (srq_type, attr) = unsafe {
+                (
+                    SrqType::from_raw((*init).srq_type),
+                    SrqAttr::from_raw(&(*init).attr),
+                )
+            };
+            // SAFETY: `udata` is null or the driver data of a command on a `T` device.
+            let user = unsafe { User::from_udata(udata) };
+            // SAFETY: ib_core passes a valid SRQ.
+            let events = Arc::pin_init(
+                SrqEvents::new(unsafe { NonNull::new_unchecked(ibsrq) }),
+                GFP_KERNEL,
+            )?;
+            let (data, real) = match T::create_srq(pd, srq_type, &attr, events.clone(), user) {
+                Ok(created) => created,
+                Err(e) => {
+                    // ib_core frees the SRQ without `destroy_srq`.
+                    events.revoke();
+                    return Err(e);
+                }
+            };
+            // SAFETY: ib_core just allocated the SRQ (`destroy_srq` drops the data and the
+            // events); the real attributes are reported back through `init`.
+            unsafe {
+                Srq::<T>::extra_slot(ibsrq).write(Some(events));
+                Srq::<T>::init_data(ibsrq, data);
+                real.write_raw(&mut (*init).attr);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for an SRQ that `create_srq` initialised.
+    pub(crate) unsafe extern "C" fn destroy_srq(
+        ibsrq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        // SAFETY: `create_srq` set the events of the SRQ; nothing else touches the slot.
+        if let Some(events) = unsafe { (*Srq::<T>::extra_slot(ibsrq)).take() } {
+            events.revoke();
+        }
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Srq::<T>::drop_data(ibsrq) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live SRQ of `T` and valid attributes.
+    pub(crate) unsafe extern "C" fn modify_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ of `T`.
+            let srq = unsafe { Srq::<T>::from_raw(ibsrq) };
+            // SAFETY: `attr` is valid for the call.
+            let attr = SrqAttr::from_raw(unsafe { &*attr });
+            // SAFETY: `udata` is null or valid for the call.
+            let udata = unsafe { UData::from_raw(udata) };
+            T::modify_srq(srq, &attr, SrqAttrMask(mask), udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live SRQ of `T` and a valid output.
+    pub(crate) unsafe extern "C" fn query_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ of `T`.
+            let srq = unsafe { Srq::<T>::from_raw(ibsrq) };
+            let value = T::query_srq(srq)?;
+            // SAFETY: `attr` is valid for writes.
+            value.write_raw(unsafe { &mut *attr });
+            Ok(0)
+        })
     }
 }

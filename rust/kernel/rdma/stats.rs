@@ -10,7 +10,15 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
-use crate::{bindings, str::CStr};
+use super::{
+    device::Device,
+    driver::{Adapter, Driver},
+};
+use crate::{
+    bindings,
+    error::{code::EINVAL, from_result},
+    str::CStr,
+};
 
 /// The description of one counter (`struct rdma_stat_desc`): its name, as sysfs and netlink
 /// show it.
@@ -109,5 +117,58 @@ pub(crate) unsafe fn values<'a>(stats: *mut bindings::rdma_hw_stats) -> &'a mut 
     unsafe {
         let n = usize::try_from((*stats).num_counters).unwrap_or(0);
         core::slice::from_raw_parts_mut((*stats).value.as_mut_ptr(), n)
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T`, as ib_core guarantees.
+    pub(crate) unsafe extern "C" fn alloc_hw_port_stats(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+        let dev = unsafe { Device::<T>::from_raw(ibdev) };
+        alloc(T::port_stats(dev, port))
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T`, as ib_core guarantees.
+    pub(crate) unsafe extern "C" fn alloc_hw_device_stats(
+        ibdev: *mut bindings::ib_device,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+        let dev = unsafe { Device::<T>::from_raw(ibdev) };
+        alloc(T::device_stats(dev))
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a live device of `T` and `stats` one of the counter sets that
+    /// `alloc_hw_port_stats` (for `port` > 0) or `alloc_hw_device_stats` (for `port` 0) made for
+    /// it, whose values no one else accesses during the call (ib_core holds `stats->lock`, or
+    /// is still setting the counters up).
+    pub(crate) unsafe extern "C" fn get_hw_stats(
+        ibdev: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: crate::ffi::c_int,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a live device that has `T`'s ops, hence is a `Device<T>`.
+            let dev = unsafe { Device::<T>::from_raw(ibdev) };
+            if stats.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `stats` came from `alloc` through our allocation operations and
+            // its values are ours for the call.
+            let values = unsafe { values(stats) };
+            T::get_hw_stats(dev, Scope::from_port(port), values)?;
+            // All counters are filled in, whatever `index` asked for: ib_core then keeps them
+            // for the lifespan.
+            Ok(values.len() as crate::ffi::c_int)
+        })
     }
 }

@@ -5,11 +5,13 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
 
 use super::{
-    driver::Driver,
+    device::Device,
+    driver::{Adapter, Driver, UcontextInit},
     mmap::{MmapEntry, SharedPages},
     udata::UData,
 };
-use crate::{bindings, prelude::*, sync::Arc};
+use crate::{bindings, error::from_result, prelude::*, sync::Arc};
+use core::marker::PhantomData;
 
 super::object::driver_object!(
     /// A user context of driver `T`: ib_core's `struct ib_ucontext` followed by the driver's
@@ -57,5 +59,39 @@ impl<'a, T: Driver> User<'a, T> {
             ucontext: unsafe { Ucontext::from_raw(ucontext) },
             udata,
         })
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a zeroed context of `size_ib_ucontext` bytes on a device of `T`, and a
+    /// valid `udata`.
+    pub(crate) unsafe extern "C" fn alloc_ucontext(
+        ibuctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> crate::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` to the device the context is opened on, a `T` one.
+            let dev = unsafe { Device::<T>::from_raw((*ibuctx).device) };
+            // SAFETY: `udata` is the command's valid driver data.
+            let mut udata = unsafe { UData::from_raw(udata) }.ok_or(EINVAL)?;
+            let init = UcontextInit {
+                raw: ibuctx,
+                _p: PhantomData,
+            };
+            let data = T::alloc_ucontext(dev, init, &mut udata)?;
+            // SAFETY: ib_core just allocated the object; its destroy operation drops the data.
+            unsafe { Ucontext::<T>::init_data(ibuctx, data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// ib_core calls this once for a context that `alloc_ucontext` initialised.
+    pub(crate) unsafe extern "C" fn dealloc_ucontext(ibuctx: *mut bindings::ib_ucontext) {
+        // SAFETY: ib_core destroys an object whose create operation initialised the data.
+        unsafe { Ucontext::<T>::drop_data(ibuctx) };
     }
 }

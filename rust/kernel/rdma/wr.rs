@@ -7,10 +7,12 @@
 
 use super::{
     ah::Ah,
-    driver::Driver,
-    mr::{KernelBuf, Mr},
+    driver::{Adapter, Driver},
+    mr::{self, KernelBuf, Mr},
+    qp::{self, Qp},
+    srq::Srq,
 };
-use crate::{bindings, prelude::*};
+use crate::{bindings, error::from_result, prelude::*};
 use core::marker::PhantomData;
 
 /// `enum ib_wr_opcode` values of kernel work requests.
@@ -372,5 +374,100 @@ impl<'a> Iterator for RecvWrs<'a> {
             wr,
             virt: self.virt,
         })
+    }
+}
+
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T`, a work request list (null for a doorbell kick) and a
+    /// valid `bad_wr`.
+    pub(crate) unsafe extern "C" fn post_send(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live QP of `T`.
+        let q = unsafe { Qp::<T>::from_raw(ibqp) };
+        let (ret, bad) = if q.is_user() {
+            // User QPs are driven by their rings: a list of work requests is not for them.
+            let ret = if !wr.is_null() || !T::HAS_POST_SEND_USER {
+                EINVAL.to_errno()
+            } else {
+                from_result(|| T::post_send_user(q).map(|()| 0))
+            };
+            (ret, wr)
+        } else if T::HAS_POST_SEND {
+            let ud = matches!(q.qp_type(), qp::QpType::Ud | qp::QpType::Gsi);
+            let virt = mr::uses_virt_dma(q.device());
+            // SAFETY: A kernel caller's valid list; `ud` says whether it holds `ib_ud_wr`s,
+            // `virt` whether the device uses virtual DMA.
+            let mut wrs = unsafe { SendWrs::<T>::new(wr, ud, virt) };
+            let ret = from_result(|| T::post_send(q, &mut wrs).map(|()| 0));
+            (ret, wrs.current)
+        } else {
+            (EOPNOTSUPP.to_errno(), wr)
+        };
+        if ret != 0 {
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { *bad_wr = bad };
+        }
+        ret
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live QP of `T`, a work request list and a valid `bad_wr`.
+    pub(crate) unsafe extern "C" fn post_recv(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live QP of `T`.
+        let q = unsafe { Qp::<T>::from_raw(ibqp) };
+        // User QPs post receives into their rings, without the kernel.
+        let (ret, bad) = if !q.is_user() && T::HAS_POST_RECV {
+            let virt = mr::uses_virt_dma(q.device());
+            // SAFETY: A kernel caller's valid list; `virt` says whether the device uses
+            // virtual DMA.
+            let mut wrs = unsafe { RecvWrs::new(wr, virt) };
+            let ret = from_result(|| T::post_recv(q, &mut wrs).map(|()| 0));
+            (ret, wrs.current)
+        } else {
+            (EINVAL.to_errno(), wr)
+        };
+        if ret != 0 {
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { *bad_wr = bad };
+        }
+        ret
+    }
+
+    /// # Safety
+    ///
+    /// ib_core passes a live SRQ of `T`, a work request list and a valid `bad_wr`.
+    pub(crate) unsafe extern "C" fn post_srq_recv(
+        ibsrq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> crate::ffi::c_int {
+        // SAFETY: A live SRQ of `T`.
+        let srq = unsafe { Srq::<T>::from_raw(ibsrq) };
+        // User SRQs take receives in their rings, without the kernel.
+        let (ret, bad) = if srq.is_user() {
+            (EINVAL.to_errno(), wr)
+        } else {
+            let virt = mr::uses_virt_dma(srq.device());
+            // SAFETY: A kernel caller's valid list; `virt` says whether the device uses
+            // virtual DMA.
+            let mut wrs = unsafe { RecvWrs::new(wr, virt) };
+            let ret = from_result(|| T::post_srq_recv(srq, &mut wrs).map(|()| 0));
+            (ret, wrs.current)
+        };
+        if ret != 0 {
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { *bad_wr = bad };
+        }
+        ret
     }
 }
