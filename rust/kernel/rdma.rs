@@ -45,10 +45,6 @@ use crate::{bindings, str::CStr};
 pub struct DriverId(bindings::rdma_driver_id);
 
 impl DriverId {
-    /// Soft-RoCE (`rdma_rxe`).
-    pub const RXE: DriverId = DriverId(bindings::rdma_driver_id_RDMA_DRIVER_RXE);
-    /// Soft-iWARP (`siw`).
-    pub const SIW: DriverId = DriverId(bindings::rdma_driver_id_RDMA_DRIVER_SIW);
     /// The Rust software RDMA device (`srdma`).
     pub const SRDMA: DriverId = DriverId(bindings::rdma_driver_id_RDMA_DRIVER_SRDMA);
 

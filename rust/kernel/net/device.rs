@@ -18,8 +18,6 @@ pub struct HwType(u16);
 impl HwType {
     /// Ethernet (`ARPHRD_ETHER`).
     pub const ETHER: HwType = HwType(bindings::ARPHRD_ETHER as u16);
-    /// The loopback device (`ARPHRD_LOOPBACK`).
-    pub const LOOPBACK: HwType = HwType(bindings::ARPHRD_LOOPBACK as u16);
 
     /// Returns the raw `ARPHRD_*` value.
     pub const fn as_raw(self) -> u16 {

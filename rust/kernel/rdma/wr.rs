@@ -40,6 +40,9 @@ pub mod opcode {
     pub const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
     /// Writes eight bytes of remote memory in one indivisible store (IBA annex A19).
     pub const ATOMIC_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE;
+    /// Binds a type 2 memory window: a user ABI opcode (`IB_UVERBS_WR_BIND_MW`) that kernel
+    /// callers have no `ib_wr_opcode` for.
+    pub const BIND_MW: u32 = bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_BIND_MW;
 }
 
 /// `enum ib_send_flags` values.

@@ -17,13 +17,13 @@ use libc::c_int;
 
 // Byte offsets in the doorbell records (`struct srdma_qp_db`, `struct srdma_cq_db`,
 // `struct srdma_ctx_db`).
-pub(crate) const DB_SQ_PI: usize = 0;
-const DB_RQ_PI: usize = 4;
-pub(crate) const DB_SQ_CI: usize = 8;
-const DB_RQ_CI: usize = 12;
-pub(crate) const DB_CQ_CI: usize = 0;
-const DB_CQ_ARM: usize = 4;
-const DB_CTX_FLAGS: usize = 0;
+pub(crate) const DB_SQ_PI: usize = core::mem::offset_of!(srdma_qp_db, sq_pi);
+const DB_RQ_PI: usize = core::mem::offset_of!(srdma_qp_db, rq_pi);
+pub(crate) const DB_SQ_CI: usize = core::mem::offset_of!(srdma_qp_db, sq_ci);
+const DB_RQ_CI: usize = core::mem::offset_of!(srdma_qp_db, rq_ci);
+pub(crate) const DB_CQ_CI: usize = core::mem::offset_of!(srdma_cq_db, ci);
+const DB_CQ_ARM: usize = core::mem::offset_of!(srdma_cq_db, arm);
+const DB_CTX_FLAGS: usize = core::mem::offset_of!(srdma_ctx_db, flags);
 
 const SGE: usize = SRDMA_SGE_SIZE as usize;
 const RQ_HDR: usize = SRDMA_RQ_WQE_HDR_SIZE as usize;

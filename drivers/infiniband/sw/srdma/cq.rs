@@ -22,7 +22,7 @@ use kernel::{
         mmap::{MmapEntry, SharedPages},
         qp::QpHandle,
         uapi::{
-            srdma_cqe, srdma_create_cq_resp, SRDMA_CQE_SIZE, SRDMA_CQ_ARM_NEXT,
+            srdma_cq_db, srdma_cqe, srdma_create_cq_resp, SRDMA_CQE_SIZE, SRDMA_CQ_ARM_NEXT,
             SRDMA_CQ_ARM_SOLICITED,
         },
         ucontext::User,
@@ -36,8 +36,8 @@ use kernel::{
 };
 
 /// Byte offsets in a CQ's doorbell record (`struct srdma_cq_db`).
-const DB_CQ_CI: usize = 0;
-const DB_CQ_ARM: usize = 4;
+const DB_CQ_CI: usize = core::mem::offset_of!(srdma_cq_db, ci);
+const DB_CQ_ARM: usize = core::mem::offset_of!(srdma_cq_db, arm);
 
 const CQE_SIZE: usize = SRDMA_CQE_SIZE as usize;
 

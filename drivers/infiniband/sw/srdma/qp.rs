@@ -26,15 +26,15 @@ use kernel::{
     ratelimit::Ratelimit,
     rdma::{
         mmap::{MmapEntry, SharedPages},
-        mr::KernelBuf,
+        mr::{access, KernelBuf},
         pd::Pd,
         qp::{
             modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpHandle, QpInitAttr, QpQuery,
             QpState, QpType,
         },
         uapi::{
-            srdma_create_qp_resp, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE,
-            SRDMA_WQE_BB_SIZE,
+            srdma_create_qp_resp, srdma_qp_db, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
+            SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE,
         },
         ucontext::User,
         udata::UData,
@@ -44,7 +44,8 @@ use kernel::{
 };
 
 /// `IB_ACCESS_*` rights a QP may grant to incoming RDMA.
-const QP_ACCESS_FLAGS: u32 = 1 | 2 | 4 | 8;
+const QP_ACCESS_FLAGS: u32 =
+    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
 
 /// A work queue ring and its geometry.
 pub(crate) struct Ring {
@@ -185,10 +186,10 @@ pub(crate) type CiGuard<'a> =
     kernel::sync::lock::Guard<'a, u32, kernel::sync::lock::mutex::MutexBackend>;
 
 /// Byte offsets in a QP's doorbell record (`struct srdma_qp_db`).
-pub(crate) const DB_SQ_PI: usize = 0;
-pub(crate) const DB_RQ_PI: usize = 4;
-pub(crate) const DB_SQ_CI: usize = 8;
-pub(crate) const DB_RQ_CI: usize = 12;
+pub(crate) const DB_SQ_PI: usize = core::mem::offset_of!(srdma_qp_db, sq_pi);
+pub(crate) const DB_RQ_PI: usize = core::mem::offset_of!(srdma_qp_db, rq_pi);
+pub(crate) const DB_SQ_CI: usize = core::mem::offset_of!(srdma_qp_db, sq_ci);
+pub(crate) const DB_RQ_CI: usize = core::mem::offset_of!(srdma_qp_db, rq_ci);
 
 /// QP numbers 0 and 1 are the special QPs; numbers below 16 stay unused, as on other devices.
 pub(crate) const QPN_MIN: u32 = 16;

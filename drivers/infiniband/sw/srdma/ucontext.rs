@@ -12,8 +12,9 @@ use kernel::{
     rdma::{
         driver::UcontextInit,
         uapi::{
-            srdma_alloc_ucontext_resp, SRDMA_ABI_VERSION, SRDMA_CQE_SIZE, SRDMA_CTX_NEED_WAKEUP,
-            SRDMA_DB_MODE_POLL, SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE, SRDMA_WQE_BB_SIZE,
+            srdma_alloc_ucontext_resp, srdma_ctx_db, SRDMA_ABI_VERSION, SRDMA_CQE_SIZE,
+            SRDMA_CTX_NEED_WAKEUP, SRDMA_DB_MODE_POLL, SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE,
+            SRDMA_WQE_BB_SIZE,
         },
         udata::UData,
         Device,
@@ -22,7 +23,7 @@ use kernel::{
 };
 
 /// Byte offset of the flags in a context record (`struct srdma_ctx_db`).
-pub(crate) const CTX_FLAGS: usize = 0;
+pub(crate) const CTX_FLAGS: usize = core::mem::offset_of!(srdma_ctx_db, flags);
 
 /// srdma's part of a user context.
 pub(crate) struct SrdmaUcontext {

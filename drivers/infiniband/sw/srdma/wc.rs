@@ -19,8 +19,8 @@ pub(crate) enum WrOpcode {
     CmpSwap = opcode::ATOMIC_CMP_AND_SWP as u8,
     FetchAdd = opcode::ATOMIC_FETCH_AND_ADD as u8,
     LocalInv = opcode::LOCAL_INV as u8,
-    /// `IB_UVERBS_WR_BIND_MW`, which only user QPs post.
-    BindMw = 8,
+    /// Which only user QPs post.
+    BindMw = opcode::BIND_MW as u8,
     SendInv = opcode::SEND_WITH_INV as u8,
     /// `IB_WR_REG_MR` has no user ABI number: kverbs writes it into kernel callers' rings, and
     /// the engine takes it from those only.
