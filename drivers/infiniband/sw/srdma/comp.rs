@@ -10,6 +10,7 @@
 //! sent, the wire from its receive path.
 
 use crate::{
+    clock::Now,
     counters::Counter,
     message::{Nak, Response},
     payload::Segments,
@@ -98,7 +99,7 @@ pub(crate) fn respond(
     psn: u32,
     response: Response,
     sink: Option<&Segments>,
-    now: i64,
+    now: &Now,
 ) -> Judged {
     let status = match (q.qp_type, response) {
         (_, Response::LocalFault) => WcStatus::LocProtErr,
@@ -111,7 +112,7 @@ pub(crate) fn respond(
         }
         (QpType::Rc, Response::Nak(Nak::Rnr(timer))) => {
             q.counters.send.inc(Counter::RcvdRnrErr);
-            match q.rnr.refused(q.qpn, now, attr.rnr_retry, timer) {
+            match q.rnr.refused(q.qpn, now.get(), attr.rnr_retry, timer) {
                 Verdict::RetryAt(at) => {
                     // Go back to the refused request: it is sent again under its own PSN.
                     q.sq_psn.store(psn, Ordering::Relaxed);

@@ -15,7 +15,52 @@ pub(crate) enum Segments {
     /// Bytes the kernel holds: an inline payload, a datagram with its GRH area.
     Bytes(KVec<u8>),
     /// Memory that keys granted, one span after the other.
-    Spans(KVec<Span>),
+    Spans(SpanList),
+}
+
+/// Spans of memory in order. Most work requests name one buffer, which needs no allocation.
+pub(crate) enum SpanList {
+    Empty,
+    One(Span),
+    Many(KVec<Span>),
+}
+
+impl SpanList {
+    /// Appends `span`.
+    pub(crate) fn push(&mut self, span: Span) -> Result {
+        *self = match core::mem::replace(self, SpanList::Empty) {
+            SpanList::Empty => SpanList::One(span),
+            SpanList::One(first) => {
+                let mut spans = KVec::with_capacity(4, GFP_KERNEL)?;
+                spans.push(first, GFP_KERNEL)?;
+                spans.push(span, GFP_KERNEL)?;
+                SpanList::Many(spans)
+            }
+            SpanList::Many(mut spans) => {
+                spans.push(span, GFP_KERNEL)?;
+                SpanList::Many(spans)
+            }
+        };
+        Ok(())
+    }
+}
+
+impl From<Span> for SpanList {
+    fn from(span: Span) -> Self {
+        SpanList::One(span)
+    }
+}
+
+impl core::ops::Deref for SpanList {
+    type Target = [Span];
+
+    fn deref(&self) -> &[Span] {
+        match self {
+            SpanList::Empty => &[],
+            SpanList::One(span) => core::slice::from_ref(span),
+            SpanList::Many(spans) => spans,
+        }
+    }
 }
 
 /// Which side of a copy failed.

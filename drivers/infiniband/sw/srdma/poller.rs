@@ -11,6 +11,7 @@
 //! again, and ends when no QP is left to watch.
 
 use crate::{
+    clock::Now,
     counters::Counter,
     device::SrdmaDevice,
     qp::{QpShared, DB_SQ_CI, DB_SQ_PI},
@@ -64,7 +65,7 @@ impl_has_work! {
 fn has_send_work(q: &QpShared) -> bool {
     q.state() == QpState::Rts
         && q.db.load(DB_SQ_PI).ok() != q.db.load(DB_SQ_CI).ok()
-        && !q.rnr.waiting(Ktime::ktime_get().to_ns())
+        && !q.rnr.waiting(&Now::new())
 }
 
 fn set_need_wakeup(qps: &[Arc<QpShared>], on: bool) {

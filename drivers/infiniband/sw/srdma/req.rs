@@ -9,6 +9,7 @@
 //! and move the QP to the error state, as verbs defines.
 
 use crate::{
+    clock::Now,
     comp::{self, flush, wait_for_responders, Judged},
     counters::Counter,
     device::{SrdmaDevice, PORT},
@@ -20,6 +21,7 @@ use crate::{
     transport::{
         self,
         roce::requester::{self, Outgoing, WireReq},
+        Route,
     },
     wc::{WcStatus, WrOpcode},
     wqe::{bad_producer_index, SendWqe},
@@ -34,7 +36,6 @@ use kernel::{
         Device,
     },
     sync::Arc,
-    time::Ktime,
 };
 
 /// The most WQEs one run of a send queue carries out (a kick, a worker or poller pass).
@@ -72,13 +73,13 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         }
         _ => return Err(EINVAL),
     }
-    let now = Ktime::ktime_get().to_ns();
-    if q.rnr.waiting(now) {
+    let now = Now::new();
+    if q.rnr.waiting(&now) {
         // The worker tries the head WQE again when its RNR timer runs out.
         return Ok(());
     }
     let mut wr = q.wire_req.lock();
-    let mut failed = requester::on_timer(dev, q, &attr, ci, &mut wr, now);
+    let mut failed = requester::on_timer(dev, q, &attr, ci, &mut wr, &now);
     let pi = q.db.load(DB_SQ_PI)?;
     if pi.wrapping_sub(*ci) > q.sq.wqe_cnt {
         bad_producer_index(q, true, pi, *ci, q.sq.wqe_cnt);
@@ -110,7 +111,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         let status = if failed {
             WcStatus::WrFlushErr
         } else {
-            match carry_out(dev, q, &attr, &mut wr, &wqe, now) {
+            match carry_out(dev, q, &attr, &mut wr, &wqe, &now) {
                 Judged::Done(status) if wr.busy() => {
                     requester::done_in_turn(&mut wr, &wqe, status)?;
                     requester::advance(&mut wr, idx);
@@ -153,7 +154,7 @@ fn carry_out(
     attr: &QpAttr,
     wr: &mut WireReq,
     wqe: &SendWqe,
-    now: i64,
+    now: &Now,
 ) -> Judged {
     wqe.trace(q);
     let Some(opcode) = wqe.opcode else {
@@ -228,11 +229,12 @@ fn send_connected(
     wr: &mut WireReq,
     wqe: &SendWqe,
     out: Outgoing,
-    now: i64,
+    now: &Now,
 ) -> Judged {
-    if !transport::is_local(dev, &attr.ah_attr.dgid) {
-        return requester::start(dev, q, attr, wr, wqe, out, now);
-    }
+    let to = match transport::route(dev, &attr.ah_attr.dgid, attr.dest_qp_num) {
+        Route::Local(to) => to,
+        Route::Wire => return requester::start(dev, q, attr, wr, wqe, out, now.get()),
+    };
     let (op, sink) = match &out {
         Outgoing::Send {
             data,
@@ -267,7 +269,7 @@ fn send_connected(
     let Some(req) = connected_request(dev, q, attr, wqe.solicited, op) else {
         return comp::respond(q, attr, 0, Response::Lost, None, now);
     };
-    let response = transport::send(dev, q, &attr.ah_attr.dgid, &req);
+    let response = transport::send_local(q, &to, &req);
     comp::respond(q, attr, req.psn, response, sink, now)
 }
 
@@ -278,7 +280,7 @@ fn send_or_write(
     wr: &mut WireReq,
     wqe: &SendWqe,
     opcode: WrOpcode,
-    now: i64,
+    now: &Now,
 ) -> core::result::Result<Judged, WcStatus> {
     let data = wqe.gather(dev, q)?;
     q.counters.send.gathered(wqe.inline, data.len());
@@ -311,7 +313,7 @@ fn read_or_atomic(
     wr: &mut WireReq,
     wqe: &SendWqe,
     opcode: WrOpcode,
-    now: i64,
+    now: &Now,
 ) -> core::result::Result<Judged, WcStatus> {
     if wqe.inline {
         q.counters.send.inc(Counter::RingErrors);
@@ -354,7 +356,7 @@ fn atomic_write(
     attr: &QpAttr,
     wr: &mut WireReq,
     wqe: &SendWqe,
-    now: i64,
+    now: &Now,
 ) -> core::result::Result<Judged, WcStatus> {
     let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
     let out = Outgoing::AtomicWrite {

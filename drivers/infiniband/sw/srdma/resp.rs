@@ -137,9 +137,7 @@ pub(crate) fn resolve_remote(
 
 /// One span as [`Segments`].
 pub(crate) fn one_span(span: Span) -> Result<Segments> {
-    let mut spans = KVec::new();
-    spans.push(span, GFP_KERNEL)?;
-    Ok(Segments::Spans(spans))
+    Ok(Segments::Spans(span.into()))
 }
 
 /// What a copy that failed means for the requester: its own memory, or the responder's.

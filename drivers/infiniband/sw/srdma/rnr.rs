@@ -8,7 +8,7 @@
 //! `RNR_RETRY_EXC_ERR`. srdma does the same: the send queue stops at the WQE, and the device's
 //! worker processes it again when the time is up.
 
-use crate::trace;
+use crate::{clock::Now, trace};
 use core::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 
 /// `rnr_retry` value that retries without end.
@@ -55,8 +55,9 @@ impl RnrState {
     }
 
     /// Whether the head WQE is waiting for its retry time at `now`.
-    pub(crate) fn waiting(&self, now: i64) -> bool {
-        self.until.load(Ordering::Relaxed) > now
+    pub(crate) fn waiting(&self, now: &Now) -> bool {
+        let until = self.until.load(Ordering::Relaxed);
+        until != 0 && until > now.get()
     }
 
     /// Records a refusal at `now` of QP `qpn` with `rnr_retry` retries whose responder asked

@@ -10,6 +10,7 @@
 use kernel::{net::notifier, prelude::*, rdma};
 
 mod ah;
+mod clock;
 mod comp;
 mod counters;
 mod cq;

@@ -18,22 +18,38 @@ use crate::{
 };
 use kernel::rdma::Device;
 
-/// Whether `dgid` is the GID of an srdma device in the namespace of `dev`'s network device,
-/// which [`loopback`] reaches.
-pub(crate) fn is_local(dev: &Device<SrdmaDevice>, dgid: &[u8; 16]) -> bool {
-    loopback::is_local(dev, dgid)
+pub(crate) use loopback::Local;
+
+/// Which transport carries the requests to a GID: looked up once per work request.
+pub(crate) enum Route {
+    /// An srdma device of this host has the GID.
+    Local(Local),
+    /// RoCEv2 packets through the network device.
+    Wire,
 }
 
-/// Sends `req` of QP `q` of device `dev` to the QP it names at GID `dgid`, and returns the
-/// response.
+/// The route from device `dev` to QP `qpn` at GID `dgid`.
+pub(crate) fn route(dev: &Device<SrdmaDevice>, dgid: &[u8; 16], qpn: u32) -> Route {
+    match loopback::find(dev, dgid, qpn) {
+        Some(local) => Route::Local(local),
+        None => Route::Wire,
+    }
+}
+
+/// Sends datagram `req` of QP `q` of device `dev` to GID `dgid`, and returns the response.
 pub(crate) fn send(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
     dgid: &[u8; 16],
     req: &Request<'_>,
 ) -> Response {
-    match loopback::send(dev, q, dgid, req) {
-        Some(response) => response,
-        None => roce::send(dev, q, dgid, req),
+    match route(dev, dgid, req.dest_qpn) {
+        Route::Local(to) => loopback::send(q, &to, req),
+        Route::Wire => roce::send(dev, q, dgid, req),
     }
+}
+
+/// Hands `req` of QP `q` to the responder at `to`, found by [`route`].
+pub(crate) fn send_local(q: &QpShared, to: &Local, req: &Request<'_>) -> Response {
+    loopback::send(q, to, req)
 }

@@ -9,9 +9,9 @@
 use crate::{
     counters::Counter,
     device::SrdmaDevice,
-    mr::{resolve, Span},
+    mr::resolve,
     params::MAX_MSG_SZ,
-    payload::Segments,
+    payload::{Segments, SpanList},
     qp::{QpShared, Ring},
     trace,
     wc::{WcStatus, WrOpcode},
@@ -105,7 +105,7 @@ impl SendWqe {
             q.counters.send.inc(Counter::RingErrors);
             return Err(WcStatus::LocLenErr);
         }
-        let mut spans = KVec::with_capacity(n, GFP_KERNEL).map_err(|_| WcStatus::LocQpOpErr)?;
+        let mut spans = SpanList::Empty;
         let mut total = 0u64;
         for i in 0..n {
             let sge: srdma_sge =
@@ -130,9 +130,7 @@ impl SendWqe {
                 local.as_ref(),
             )
             .ok_or(WcStatus::LocProtErr)?;
-            spans
-                .push(span, GFP_KERNEL)
-                .map_err(|_| WcStatus::LocQpOpErr)?;
+            spans.push(span).map_err(|_| WcStatus::LocQpOpErr)?;
         }
         Ok(Segments::Spans(spans))
     }
@@ -225,7 +223,7 @@ impl RecvWqe {
         }
         let body = self.off + SRDMA_RQ_WQE_HDR_SIZE as usize;
         let mut left = len.unwrap_or(usize::MAX);
-        let mut spans: KVec<Span> = KVec::with_capacity(n, GFP_KERNEL).map_err(|_| BadRecv)?;
+        let mut spans = SpanList::Empty;
         for i in 0..n {
             if left == 0 {
                 break;
@@ -249,7 +247,7 @@ impl RecvWqe {
                 local.as_ref(),
             )
             .ok_or(BadRecv)?;
-            spans.push(span, GFP_KERNEL).map_err(|_| BadRecv)?;
+            spans.push(span).map_err(|_| BadRecv)?;
             left -= take;
         }
         if len.is_some() && left != 0 {

@@ -17,6 +17,7 @@
 
 use super::{responder::mtu_bytes, transmit_pages, transmit_with, Arrived, Dropped, Ends};
 use crate::{
+    clock::Now,
     comp::{self, Judged},
     counters::Counter,
     device::{SrdmaDevice, PORT},
@@ -828,17 +829,17 @@ pub(crate) fn on_timer(
     attr: &QpAttr,
     ci: &mut u32,
     wr: &mut WireReq,
-    now: i64,
+    now: &Now,
 ) -> bool {
     let Some(deadline) = wr.deadline else {
         return false;
     };
-    if wr.inflight.is_empty() || now < deadline {
+    if wr.inflight.is_empty() || now.get() < deadline {
         return false;
     }
     if dev.worker().rx_pending() {
         // The answers may be among the packets not processed yet: they go first.
-        wr.deadline = Some(now + RX_GRACE_NS);
+        wr.deadline = Some(now.get() + RX_GRACE_NS);
         return false;
     }
     let Some(first) = wr.inflight.first().map(|f| f.first_psn) else {
@@ -871,7 +872,7 @@ pub(crate) fn on_timer(
     }
     trace::srdma_retransmit(q.qpn, from, cause as u32);
     resend(dev, q, attr, wr, from);
-    wr.deadline = timeout_ns(attr).map(|t| now + t);
+    wr.deadline = timeout_ns(attr).map(|t| now.get() + t);
     false
 }
 
