@@ -12,7 +12,7 @@ OUT ?= $(CURDIR)/out
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel bench-kernel provider ktest vm demo check check-2vm fresh bench lint fmt install clean help
+.PHONY: all setup kernel bench-kernel provider ktest vm demo check check-2vm fresh bench profile lint fmt install clean help
 all: kernel provider
 
 help:
@@ -22,6 +22,8 @@ help:
 	@echo "make check-2vm  srdma in one VM, rxe in another, over a QEMU dgram link (opt-in, slow)"
 	@echo "make bench   perftest on srdma, rxe and siw in the VM: bench/results.md, bench/plot.svg"
 	@echo "             (BENCH_QUICK=1: a few minutes, results in out/bench only)"
+	@echo "make profile perf profile of one perftest run on the bench kernel: out/profile/report.txt"
+	@echo "             (PROFILE_VARIANT=srdma PROFILE_TEST=ib_send_lat PROFILE_SIZE=8 PROFILE_ITERS=10000)"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
 	@echo "make bench-kernel  build the bench kernel (no debug options) in \$$SRDMA_BENCH_BUILD"
 	@echo "make provider  build the rdma-core provider (libsrdma-rdmav34.so)"
@@ -75,6 +77,19 @@ fresh:
 # Benchmarks (bench/README.md): one boot of the bench kernel, raw logs in out/bench.
 bench: bench-kernel provider
 	@tools/bench/bench.sh "$(OUT)/bench"
+
+# One perftest run under `perf record` in the bench kernel (tools/bench/profile.sh).
+PROFILE_VARIANT ?= srdma
+PROFILE_TEST ?= ib_send_lat
+PROFILE_SIZE ?= 8
+PROFILE_ITERS ?= 10000
+profile: bench-kernel provider
+	@rm -rf "$(OUT)/profile"
+	@SRDMA_BUILD="$(SRDMA_BENCH_BUILD)" SRDMA_VM_LOG="$(OUT)/profile/dmesg.log" tools/vm/run.sh \
+		--timeout 900 -- env PROFILE_SYSTEM_MAP="$(SRDMA_BENCH_BUILD)/System.map" \
+		$(CURDIR)/tools/bench/profile.sh "$(OUT)/profile" $(PROFILE_VARIANT) \
+		$(PROFILE_TEST) $(PROFILE_SIZE) $(PROFILE_ITERS)
+	@echo "profile: $(OUT)/profile/report.txt"
 
 install: provider
 	install -D -m 0644 "$(PROVIDER)" "$(DESTDIR)$(LIBIBVERBS_DIR)/libsrdma-rdmav34.so"

@@ -233,6 +233,31 @@ for r in $(seq "$runs"); do
 	done
 done
 
+# Message rate: 64 B RDMA WRITEs posted one per call with every one signalled, then one
+# completion per 32 (perftest -Q), then in lists of 32 (-l: one call, one doorbell per list).
+msg_modes=${BENCH_MSGRATE:-"l1q1 l1q32 l32q32"}
+msg_iters=20000
+[ -z "$quick" ] || msg_modes=
+for r in $(seq "$runs"); do
+	for m in $msg_modes; do
+		for v in "${ready[@]}"; do
+			use "$v"
+			list=${m#l} list=${list%q*} mod=${m#*q}
+			base=$out/raw/$v/msgrate-$m-r$r
+			if run_pair "$base" ib_write_bw -F -s 64 -n "$msg_iters" -l "$list" -Q "$mod" &&
+				[ -n "$(result 64 "$base.log")" ]; then
+				status=ok
+			else
+				status=fail
+			fi
+			fig=$(awk '{ print $5 " Mpps" }' <<<"$(result 64 "$base.log" 2>/dev/null)")
+			echo "bench: msgrate $v $m run $r/$runs: ${fig:-$status}"
+			printf '%s\tmsgrate\t%s\t64\t%s\t%s\t%s\n' "$v" "$m" "$r" "$status" \
+				"${base#"$out"/}.log" >> "$out/runs.tsv"
+		done
+	done
+done
+
 for v in "${ready[@]}"; do
 	use "$v"
 	dir=$out/raw/$v

@@ -92,7 +92,8 @@ class Data:
                     self.inline_probe[v] = status
                     continue
                 size = int(size)
-                self.sizes.add(size)
+                if test != "msgrate":
+                    self.sizes.add(size)
                 key = (v, test, mode, size)
                 if test not in self.tests:
                     self.tests.append(test)
@@ -350,6 +351,28 @@ def write_markdown(d, path):
                         val = d.fig(v, test, size, f)
                         row.append("—" if val[0] is None and f in MIN_ITERS else cell(*val))
                 L.append("| " + " | ".join(row) + " |")
+        L.append("")
+
+    msg_modes = sorted({k[2] for k in d.runs if k[1] == "msgrate"},
+                       key=lambda m: (int(m[1:].split("q")[0]), int(m.split("q")[1])))
+    if msg_modes:
+        L.append("## Message rate (ib_write_bw, 64 B)")
+        L.append("")
+        L.append(
+            "Mpps; `lNqM`: posted in lists of N (perftest `-l`: one ibv_post_send call, and for "
+            "srdma one doorbell, per list), one completion per M WRITEs (`-Q`). The gain is over "
+            "`l1q1` (one call and one completion per WRITE) of the same device."
+        )
+        L.append("")
+        L.append("| Device | " + " | ".join(msg_modes) + " | " +
+                 " | ".join(f"{m}/l1q1" for m in msg_modes if m != "l1q1") + " |")
+        L.append("|---|" + "---|" * (2 * len(msg_modes) - ("l1q1" in msg_modes)))
+        for v in d.variants:
+            figs = {m: d.fig(v, "msgrate", 64, "mpps", m) for m in msg_modes}
+            row = [v] + [cell(*figs[m]) for m in msg_modes]
+            base = figs.get("l1q1", (None, None))[0]
+            row += [ratio(figs[m][0], base) for m in msg_modes if m != "l1q1"]
+            L.append("| " + " | ".join(row) + " |")
         L.append("")
 
     for v, x in d.crossover.items():
