@@ -11,7 +11,7 @@ APT_PKGS=(linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	clang-16 lld-16 llvm-16 libclang-16-dev qemu-system-x86
 	ibverbs-utils rdma-core rdmacm-utils perftest python3-pyverbs libibverbs-dev
 	busybox-static pahole flex bison libelf-dev libssl-dev bc cpio kmod
-	xz-utils zstd iproute2 rsync python3-pip python3-venv make gcc)
+	xz-utils zstd iproute2 rsync python3-pip python3-venv make gcc linux-perf)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
