@@ -45,13 +45,11 @@ run 1000 19500 || echo "profile: the warm-up failed"
 
 # Kernel symbols for perf: addresses readable, every event allowed.
 sysctl -qw kernel.kptr_restrict=0 kernel.perf_event_paranoid=-1
-perf record -a -g -e cpu-clock -F 4000 -o "$out/perf.data" 2> "$out/perf-record.log" &
-perf=$!
-sleep 1
-run "$iters" 19501
+perf record -a -g -e cpu-clock -F 4000 -o "$out/perf.data" -- \
+	bash -c "$(declare -f run); out=$out test=$test size=$size SRV_DEV=$SRV_DEV CLI_DEV=$CLI_DEV \
+		SRV_ADDR=$SRV_ADDR PT_FLAGS='$PT_FLAGS' sns=(${sns[*]}) cns=(${cns[*]}); run $iters 19501" \
+	2> "$out/perf-record.log"
 rc=$?
-kill -INT "$perf"
-wait "$perf"
 cat /proc/kallsyms > "$out/kallsyms"
 perf script -i "$out/perf.data" -F comm,ip,sym 2>/dev/null |
 	python3 "$here/perfsyms.py" "$out/kallsyms" ${PROFILE_SYSTEM_MAP:+"$PROFILE_SYSTEM_MAP"} \
