@@ -12,7 +12,7 @@ OUT ?= $(CURDIR)/out
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel bench-kernel provider ktest vm demo check check-2vm fresh bench profile lint fmt install clean help
+.PHONY: all setup kernel bench-kernel provider ktest vm demo check check-2vm fresh bench profile lint fmt series install clean help
 all: kernel provider
 
 help:
@@ -30,6 +30,7 @@ help:
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
 	@echo "make install install the provider system-wide (libibverbs' directory, /etc/libibverbs.d)"
 	@echo "make lint    rustfmt and clippy on the Rust code (make fmt formats it)"
+	@echo "make series  the project as patches on Linux 6.12, checked by checkpatch --strict: out/series"
 	@echo "make clean   remove the build directory and test output"
 
 setup:
@@ -101,6 +102,11 @@ lint: setup
 fmt: setup
 	@tools/kernel/build.sh -s prepare >/dev/null
 	@find rust drivers -name '*.rs' | xargs /usr/bin/rustfmt --config-path "$(SRDMA_CACHE)/linux-source-6.12/.rustfmt.toml"
+
+# The project as a patch series on Debian's Linux 6.12 source, in a git tree of its own in
+# $(SRDMA_CACHE)/series-tree, checked by the kernel's checkpatch.pl (tools/series/series.sh).
+series:
+	@tools/series/series.sh "$(OUT)/series"
 
 clean:
 	rm -rf "$(SRDMA_BUILD)" "$(OUT)"
