@@ -87,7 +87,7 @@ log=$(traced wire_once)
 seen "srdma_tx: the first packet of the SEND" 'srdma_tx: qpn=[0-9]+ opcode=0x00 psn=[0-9]+ len=1024'
 seen "srdma_tx: the last packet of the SEND" 'srdma_tx: qpn=[0-9]+ opcode=0x02 psn=[0-9]+ len=1024'
 seen "srdma_rx: the SEND's packets arrive" 'srdma_rx: qpn=[0-9]+ opcode=0x01 psn=[0-9]+ len=1024'
-seen "srdma_rx: the acknowledgement arrives" 'srdma_rx: qpn=[0-9]+ opcode=0x11'
+seen "srdma_rx: the acknowledgment arrives" 'srdma_rx: qpn=[0-9]+ opcode=0x11'
 seen "srdma_drop: the short datagram, as malformed" 'srdma_drop: reason=malformed'
 
 finish

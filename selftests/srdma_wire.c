@@ -17,7 +17,7 @@
  * With "lossy" (a link that loses, duplicates, reorders or corrupts packets) it sends only
  * 256 KiB of each opcode each way, and the batches of ATOMIC WRITEs (whose duplicates the
  * responders answer without writing again): both QPs stay until both ends have completed, so
- * that an acknowledgement lost at the end is sent again, where a program that exits at its
+ * that an acknowledgment lost at the end is sent again, where a program that exits at its
  * last completion leaves its peer retrying into nothing. "rxe" says the peer is rxe, whose
  * requester (Linux 6.12, req_retry()) sends a retried ATOMIC WRITE with a RETH virtual address
  * of 0, which any responder refuses: its lossy batch is skipped.

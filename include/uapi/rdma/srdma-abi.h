@@ -38,7 +38,7 @@ struct srdma_qp_db {
 
 struct srdma_cq_db {
 	__u32 ci;	/* consumer index, free-running (userspace writes) */
-	__u32 arm;	/* SRDMA_CQ_ARM_*: userspace arms, the kernel disarms when it raises the event */
+	__u32 arm;	/* SRDMA_CQ_ARM_*: userspace arms it, the kernel's event disarms it */
 	__u32 reserved[2];
 };
 
@@ -167,7 +167,7 @@ struct srdma_wqe_ud {
 struct srdma_wqe_bind {
 	__aligned_u64 addr;	/* start of the window in the MR's addresses */
 	__aligned_u64 length;	/* bytes; 0 unbinds a type 1 window */
-	__u32 mw_rkey;		/* names the window: its rkey's index bits count, not the key byte */
+	__u32 mw_rkey;		/* names the window by its rkey's index bits, not by the key byte */
 	__u32 new_rkey;		/* the window's rkey once bound: the same index, a new key byte */
 	__u32 mr_lkey;		/* the MR the window lies in (unused when length is 0) */
 	__u32 access;		/* enum ib_uverbs_access_flags of the window */
