@@ -61,20 +61,27 @@ exchange() {
 		timeout 300 "${args[@]}" >"$out" 2>&1
 		rc=$?
 	else
-		if [[ " $* " == *" @ "* ]]; then args=("${@/#@/$peer_ip}" -p "$port"); else args=("$@" -p "$port" "$peer_ip"); fi
+		if [[ " $* " == *" @ "* ]]; then
+			args=("${@/#@/$peer_ip}" -p "$port")
+		else
+			args=("$@" -p "$port" "$peer_ip")
+		fi
 		t0=$SECONDS
 		while :; do
 			t1=$SECONDS
 			timeout 300 "${args[@]}" >"$out" 2>&1
 			rc=$?
-			[ "$rc" != 0 ] && [ $((SECONDS - t1)) -lt 5 ] && [ $((SECONDS - t0)) -lt 120 ] || break
+			[ "$rc" != 0 ] && [ $((SECONDS - t1)) -lt 5 ] &&
+				[ $((SECONDS - t0)) -lt 120 ] || break
 			sleep 1
 		done
 	fi
 	if [ "$rc" = 0 ]; then
 		ok "$name ($([ "$side" = "$server" ] && echo server || echo client) here)"
 	else
-		fail "$name" "exit $rc: $(tail -n 25 "$out")" "$(grep -H . /sys/class/infiniband/$dev/ports/1/hw_counters/* 2>/dev/null | grep -v ":0$" | sed "s|.*/||")"
+		fail "$name" "exit $rc: $(tail -n 25 "$out")" \
+			"$(grep -H . /sys/class/infiniband/$dev/ports/1/hw_counters/* 2>/dev/null |
+				grep -v ":0$" | sed "s|.*/||")"
 	fi
 	rm -f "$out"
 }
@@ -89,10 +96,14 @@ exchange "UD pingpong, 1000 B x 100, checked, srdma server" a $((port++)) \
 exchange "UD pingpong, 1000 B x 100, checked, $kind server" b $((port++)) \
 	ibv_ud_pingpong -d "$dev" -g "$gidx" -s 1000 -n 100 -c
 for size in 1025 65536 1048576; do
-	exchange "SEND $size B, $kind -> srdma" a $((port++)) ib_send_bw -d "$dev" -x "$gidx" -F -s "$size" -n 20
-	exchange "WRITE $size B, srdma -> $kind" b $((port++)) ib_write_bw -d "$dev" -x "$gidx" -F -s "$size" -n 20
-	exchange "READ $size B, srdma reads from $kind" b $((port++)) ib_read_bw -d "$dev" -x "$gidx" -F -s "$size" -n 20
-	exchange "READ $size B, $kind reads from srdma" a $((port++)) ib_read_bw -d "$dev" -x "$gidx" -F -s "$size" -n 20
+	exchange "SEND $size B, $kind -> srdma" a $((port++)) ib_send_bw -d "$dev" -x "$gidx" -F \
+		-s "$size" -n 20
+	exchange "WRITE $size B, srdma -> $kind" b $((port++)) ib_write_bw -d "$dev" -x "$gidx" -F \
+		-s "$size" -n 20
+	exchange "READ $size B, srdma reads from $kind" b $((port++)) ib_read_bw -d "$dev" -x \
+		"$gidx" -F -s "$size" -n 20
+	exchange "READ $size B, $kind reads from srdma" a $((port++)) ib_read_bw -d "$dev" -x \
+		"$gidx" -F -s "$size" -n 20
 done
 exchange "atomics, $kind -> srdma" a $((port++)) ib_atomic_bw -d "$dev" -x "$gidx" -F -n 20
 # rdma_cm: the MADs cross the wire through each device's QP1.

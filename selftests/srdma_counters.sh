@@ -28,15 +28,18 @@ logged() {
 	if grep -Eq "srdma: $2" <<<"$log"; then
 		ok "kernel log: $1"
 	else
-		fail "kernel log: $1" "no line matches: srdma: $2" "$(grep srdma <<<"$log" | tail -20)"
+		fail "kernel log: $1" "no line matches: srdma: $2" \
+			"$(grep srdma <<<"$log" | tail -20)"
 	fi
 }
 logged "a receive too short: WC error on srdma_b's RQ" \
-	"srdma_b: QP [0-9]+: WC error: local length error \(status 1\) on the RQ; QP moved to the error state"
+	"srdma_b: QP [0-9]+: WC error: local length error \(status 1\) on the RQ; "\
+"QP moved to the error state"
 logged "an unknown opcode: WC error on srdma_a's SQ" \
 	"srdma_a: QP [0-9]+: WC error: local QP operation error \(status 2\) on the SQ; QP moved"
 logged "a producer index beyond the ring: ring garbage, QP fatal" \
-	"srdma_a: QP [0-9]+: ring garbage: SQ producer index 1000 is 1000 WQEs ahead of consumer index 0, more than the ring's [0-9]+; QP fatal error"
+	"srdma_a: QP [0-9]+: ring garbage: SQ producer index 1000 is 1000 WQEs ahead of "\
+"consumer index 0, more than the ring's [0-9]+; QP fatal error"
 
 # `rdma statistic show link DEV/1` prints "link DEV/1 NAME VALUE NAME VALUE ...". sysfs may
 # serve values cached for a lifespan (10 ms of jiffies), so compare until they agree.
@@ -48,7 +51,8 @@ compare() {
 	shift 2
 	while [ $# -ge 2 ]; do
 		file=/sys/class/infiniband/$dev/ports/1/hw_counters/$1
-		[ "$(cat "$file" 2>/dev/null)" = "$2" ] || echo "$1: rdma $2, sysfs $(cat "$file" 2>&1)"
+		[ "$(cat "$file" 2>/dev/null)" = "$2" ] || echo \
+			"$1: rdma $2, sysfs $(cat "$file" 2>&1)"
 		n=$((n + 1))
 		shift 2
 	done
@@ -68,7 +72,7 @@ for dev in srdma_a srdma_b; do
 	fi
 done
 check_eq "srdma_a: sent_pkts moved" "yes" \
-	"$([ "$(cat /sys/class/infiniband/srdma_a/ports/1/hw_counters/sent_pkts)" -gt 0 ] && echo yes)"
+	"$([ "$(cat "$SYSFS_IB/srdma_a/ports/1/hw_counters/sent_pkts")" -gt 0 ] && echo yes)"
 
 
 # Per-QP counters (`rdma statistic qp`): while a QP is bound to a counter, what it counts shows
@@ -94,7 +98,8 @@ stat() {
 }
 # cntn DEV QPN: the counter QPN is bound to, from `rdma statistic qp show`.
 cntn() {
-	rdma statistic qp show link "$1/1" lqpn "$2" | sed -n 's/.* cntn \([0-9]*\) .*/\1/p' | head -1
+	rdma statistic qp show link "$1/1" lqpn "$2" | sed -n 's/.* cntn \([0-9]*\) .*/\1/p' \
+		| head -1
 }
 # counters DEV: how many counters `rdma statistic qp show` lists for DEV.
 counters() {

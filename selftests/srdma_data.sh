@@ -19,7 +19,8 @@ pingpong() {
 	timeout 60 "$prog" -d srdma_a -g 1 -p "$port" "$@" > "$out" 2>&1 &
 	srv=$!
 	wait_for 20 tcp_listening "$port"
-	if timeout 60 "$prog" -d srdma_b -g 1 -p "$port" "$@" 127.0.0.1 >> "$out" 2>&1 && wait "$srv"; then
+	if timeout 60 "$prog" -d srdma_b -g 1 -p "$port" "$@" 127.0.0.1 >> "$out" 2>&1 &&
+		wait "$srv"; then
 		ok "$desc"
 	else
 		rc=$?
@@ -30,7 +31,8 @@ pingpong() {
 }
 
 pingpong ibv_rc_pingpong "ibv_rc_pingpong: 100 iterations of 4 KiB, buffers checked" -n 100 -c
-pingpong ibv_rc_pingpong "ibv_rc_pingpong: 200 iterations of 64 KiB, buffers checked" -n 200 -s 65536 -c
+pingpong ibv_rc_pingpong "ibv_rc_pingpong: 200 iterations of 64 KiB, buffers checked" \
+	-n 200 -s 65536 -c
 pingpong ibv_rc_pingpong "ibv_rc_pingpong: 1 byte" -n 50 -s 1 -c
 pingpong ibv_uc_pingpong "ibv_uc_pingpong: 100 iterations of 4 KiB, buffers checked" -n 100 -c
 pingpong ibv_srq_pingpong "ibv_srq_pingpong: 16 QPs on one SRQ, buffers checked" -n 100 -c
@@ -76,7 +78,8 @@ check "poll mode: the poller woke and slept" \
 	test "$(hw srdma_a poller_wakeups)" -gt "$w0" -a "$(hw srdma_a poller_sleeps)" -gt "$s0"
 # How many posts still kick depends on timing (the poller naps when the gaps between
 # messages exceed its idle time), so the counts are shown, not asserted.
-diag "poll mode: $(($(hw srdma_a kicks) - k0)) kicks for $(($(hw srdma_a doorbells) - d0)) doorbells"
+k1=$(hw srdma_a kicks) d1=$(hw srdma_a doorbells)
+diag "poll mode: $((k1 - k0)) kicks for $((d1 - d0)) doorbells"
 c_tap data-poll 120 srdma_data srdma_a
 c_tap events-poll 120 srdma_events srdma_a
 echo kick > "$mode"

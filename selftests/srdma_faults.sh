@@ -34,14 +34,18 @@ c_tap faults 900 srdma_faults srdma_a
 no_user_qps_left
 check "the device still moves data: ibv_rc_pingpong" \
 	bash -c 'ibv_rc_pingpong -d srdma_a -g 1 -n 20 -p 18600 > /dev/null 2>&1 &
-		 for _ in $(seq 100); do ss -Hltn "sport = :18600" | grep -q . && break; sleep 0.1; done
+		 for _ in $(seq 100); do
+			ss -Hltn "sport = :18600" | grep -q . && break
+			sleep 0.1
+		 done
 		 ibv_rc_pingpong -d srdma_b -g 1 -n 20 -p 18600 10.51.0.1 > /dev/null && wait $!'
 log=$(dmesg | sed -n "/$mark/,\$p")
 check "kernel log: no warning, oops or trace from the injected failures" \
 	eval '! grep -Eq "WARNING:|BUG:|Oops|Call Trace:|UBSAN:" <<<"$log"'
 if [ "$leak" = 1 ]; then
 	report=$(kmemleak_report)
-	ours=$(grep -E -A20 'unreferenced object' <<<"$report" | grep -E 'srdma|ib_|rdma|uverbs|umem' || true)
+	ours=$(grep -E -A20 'unreferenced object' <<<"$report" | grep -E \
+		'srdma|ib_|rdma|uverbs|umem' || true)
 	if [ -z "$ours" ]; then
 		ok "kmemleak: nothing leaked by the failed creations"
 	else

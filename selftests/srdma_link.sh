@@ -35,7 +35,8 @@ check_eq "sysfs port 1 phys_state" "5: LinkUp" "$(cat $SYSFS_IB/srdma0/ports/1/p
 check_eq "sysfs port 1 link_layer" "Ethernet" "$(cat $SYSFS_IB/srdma0/ports/1/link_layer)"
 check "sysfs port 1 rate from the veth speed" grep -q "Gb/sec" $SYSFS_IB/srdma0/ports/1/rate
 check_eq "sysfs pkey 0" "0xffff" "$(cat $SYSFS_IB/srdma0/ports/1/pkeys/0)"
-check "sysfs port 1 gid_attrs: RoCE v2" grep -qx "RoCE v2" $SYSFS_IB/srdma0/ports/1/gid_attrs/types/0
+check "sysfs port 1 gid_attrs: RoCE v2" grep -qx "RoCE v2" \
+	$SYSFS_IB/srdma0/ports/1/gid_attrs/types/0
 check "only one device" test "$(rdma_devs)" = srdma0
 
 # --- GIDs follow the netdev's addresses
@@ -58,16 +59,20 @@ ip link set "$B" up
 check "peer up: port ACTIVE" wait_for 5 port_is srdma0 ACTIVE
 ip link set "$A" down
 check "netdev down: port DOWN" wait_for 5 port_is srdma0 DOWN
-check_eq "netdev down: phys_state Disabled" "3: Disabled" "$(cat $SYSFS_IB/srdma0/ports/1/phys_state)"
+check_eq "netdev down: phys_state Disabled" "3: Disabled" \
+	"$(cat $SYSFS_IB/srdma0/ports/1/phys_state)"
 check "netdev down: rdma link says DOWN" sh -c "rdma link show srdma0/1 | grep -q 'state DOWN'"
 ip link set "$A" up
 check "netdev up: port ACTIVE" wait_for 5 port_is srdma0 ACTIVE
 
 # --- bad input: each a clear errno, and nothing created
 check_fails_with "duplicate name: EEXIST" "File exists" rdma link add srdma0 type srdma netdev "$B"
-check_fails_with "netdev already bound: EEXIST" "File exists" rdma link add srdma1 type srdma netdev "$A"
-check_fails_with "unknown netdev: ENODEV" "No such device" rdma link add srdma1 type srdma netdev nosuchdev
-check_fails_with "loopback (not Ethernet): EINVAL" "Invalid argument" rdma link add srdma1 type srdma netdev lo
+check_fails_with "netdev already bound: EEXIST" "File exists" rdma link add srdma1 type srdma \
+	netdev "$A"
+check_fails_with "unknown netdev: ENODEV" "No such device" rdma link add srdma1 type srdma netdev \
+	nosuchdev
+check_fails_with "loopback (not Ethernet): EINVAL" "Invalid argument" rdma link add srdma1 type \
+	srdma netdev lo
 if ip link add sl_dummy type dummy 2>/dev/null || ip tuntap add sl_dummy mode tun 2>/dev/null; then
 	if [ "$(cat /sys/class/net/sl_dummy/type)" != 1 ]; then
 		check_fails_with "non-Ethernet netdev: EINVAL" "Invalid argument" \
@@ -75,7 +80,8 @@ if ip link add sl_dummy type dummy 2>/dev/null || ip tuntap add sl_dummy mode tu
 	fi
 	ip link del sl_dummy 2>/dev/null
 fi
-check_fails_with "name with %: EINVAL" "Invalid argument" rdma link add 'srdma%d' type srdma netdev "$B"
+check_fails_with "name with %: EINVAL" "Invalid argument" rdma link add 'srdma%d' type srdma \
+	netdev "$B"
 check "failed adds left nothing behind" test "$(rdma_devs)" = srdma0
 
 # --- rxe and srdma share UDP 4791: the first in a namespace has it, and it is given back
@@ -95,7 +101,8 @@ if modinfo rdma_rxe >/dev/null 2>&1; then
 	check "srdma next to rxe in its namespace: created (without the port)" \
 		rdma link add srdma0 type srdma netdev "$A"
 	check "and the log says why RoCEv2 packets will not reach it" \
-		sh -c "dmesg | tail -n +$((logged + 1)) | grep -q 'UDP port 4791 of the namespace of sl0 is in use'"
+		sh -c "dmesg | tail -n +$((logged + 1)) |
+			grep -q 'UDP port 4791 of the namespace of sl0 is in use'"
 	rdma link delete srdma0
 	rdma link delete rxe_sl
 	rmmod rdma_rxe
@@ -133,7 +140,8 @@ check_eq "25 add/delete rounds of two devices" 1 "$loops_ok"
 check "no device after the rounds" test -z "$(rdma_devs)"
 if [ "$leak" = 1 ]; then
 	report=$(kmemleak_report)
-	ours=$(grep -E -B2 -A20 'unreferenced object' <<<"$report" | grep -E 'srdma|ib_|rdma|gid' || true)
+	ours=$(grep -E -B2 -A20 'unreferenced object' <<<"$report" | grep -E 'srdma|ib_|rdma|gid' \
+		|| true)
 	if [ -z "$ours" ]; then
 		ok "kmemleak: nothing leaked by the rounds"
 	else

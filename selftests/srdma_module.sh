@@ -48,13 +48,15 @@ check "no device left" no_rdma_devs
 check "module gone" eval '! loaded'
 
 # The module parameter doorbell_mode: the mode new devices start in.
-check "modinfo -p: doorbell_mode, a uint" sh -c 'modinfo -p srdma | grep -q "^doorbell_mode:.*(uint)"'
+check "modinfo -p: doorbell_mode, a uint" sh -c \
+	'modinfo -p srdma | grep -q "^doorbell_mode:.*(uint)"'
 check "load with doorbell_mode=1" modprobe srdma doorbell_mode=1
 check_eq "/sys/module/srdma/parameters/doorbell_mode" 1 \
 	"$(cat /sys/module/srdma/parameters/doorbell_mode 2>/dev/null)"
 check "add a device" rdma link add srdma0 type srdma netdev "$A"
 check_eq "the device starts in poll mode" poll "$(cat /sys/class/infiniband/srdma0/doorbell_mode)"
-check "its attribute still switches it" sh -c 'echo kick > /sys/class/infiniband/srdma0/doorbell_mode'
+check "its attribute still switches it" sh -c \
+	'echo kick > /sys/class/infiniband/srdma0/doorbell_mode'
 check_eq "now kick" kick "$(cat /sys/class/infiniband/srdma0/doorbell_mode)"
 check "unload" modprobe -r srdma
 check "load with doorbell_mode=7" modprobe srdma doorbell_mode=7

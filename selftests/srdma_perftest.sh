@@ -18,7 +18,8 @@ gid_index=
 for f in "$SYSFS_IB"/srdma_a/ports/1/gids/*; do
 	i=${f##*/}
 	if [ "$(cat "$f")" = "$(ipv4_gid "$ADDR_A")" ] &&
-		[ "$(cat "$SYSFS_IB/srdma_a/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
+		[ "$(cat "$SYSFS_IB/srdma_a/ports/1/gid_attrs/types/$i" 2>/dev/null)" = \
+			"RoCE v2" ]; then
 		gid_index=$i
 	fi
 done
@@ -43,8 +44,9 @@ perftest() {
 		crc=$?
 		wait "$srv"
 		src=$?
-		# perftest calibrates its cycle counter against the clock first; on a busy host under
-		# emulation the two may not line up, and it prints no figures (inf): once more.
+		# perftest calibrates its cycle counter against the clock first; on a busy host
+		# under emulation the two may not line up, and it prints no figures (inf): once
+		# more.
 		grep -q 'Correlation coefficient r^2' "$out" && [ "$try" = 1 ] || break
 		diag "$desc: perftest could not calibrate its clock; running it again"
 		port=$((port + 1))
@@ -57,8 +59,9 @@ perftest() {
 			diag "perftest disabled -I on srdma (unknown vendor ID): the SGE path ran"
 		fi
 	else
-		fail "$desc" "$(printf 'client exit %s, server exit %s\n--- client:\n%s\n--- server:\n%s' \
-			"$crc" "$src" "$(cat "$out")" "$(cat "$out.srv")")"
+		fail "$desc" "$(printf 'client exit %s, server exit %s\n' "$crc" "$src"
+			printf -- '--- client:\n%s\n--- server:\n%s' "$(cat "$out")" \
+				"$(cat "$out.srv")")"
 	fi
 	rm -f "$out" "$out.srv"
 }

@@ -60,7 +60,8 @@ for mode in kick poll; do
 	mr=$(shown mr "$target_PID")
 	check_eq "$mode: rdma res -dd shows the MR" user "$(field drv_memory "$mr")"
 	check_eq "$mode: MR pages" 16 "$(field drv_pages "$mr")"
-	check_eq "$mode: MR key byte is the rkey's" $((16#$rkey & 0xff)) "$(field drv_key_byte "$mr")"
+	check_eq "$mode: MR key byte is the rkey's" $((16#$rkey & 0xff)) \
+		"$(field drv_key_byte "$mr")"
 
 	echo done >&"${target[1]}"
 	wait "$target_PID"

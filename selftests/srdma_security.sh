@@ -28,7 +28,8 @@ if grep -qw memory "$cg/cgroup.controllers" 2>/dev/null && prog srdma_limits; th
 	echo +memory > "$cg/cgroup.subtree_control" 2>/dev/null
 	mkdir -p "$cg/srdma-limits"
 	echo 32M > "$cg/srdma-limits/memory.max"
-	tap_run memcg 300 bash -c 'echo $$ > "$1/srdma-limits/cgroup.procs" && exec "$2" srdma_a rings 64' \
+	tap_run memcg 300 bash -c \
+		'echo $$ > "$1/srdma-limits/cgroup.procs" && exec "$2" srdma_a rings 64' \
 		_ "$cg" "$PROG"
 	rmdir "$cg/srdma-limits"
 else
@@ -42,7 +43,8 @@ flood="srdma_security flood $$"
 echo "$flood" > /dev/kmsg
 overruns() {
 	dmesg | sed -n "/$flood/,\$p" |
-		grep -Ec "srdma: srdma_[ab]: CQ overflow: the (send|receive) CQ of QP [0-9]+ is full"
+		grep -Ec \
+			"srdma: srdma_[ab]: CQ overflow: the (send|receive) CQ of QP [0-9]+ is full"
 }
 if prog srdma_events; then
 	# A fresh interval: the attacks above may have used some of srdma_a's.

@@ -37,7 +37,8 @@ gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
 pingpong_once() {
 	timeout 60 ibv_rc_pingpong -d srdma_a -g "$ga" -p 18950 -s 4096 -n 1 >/dev/null 2>&1 &
 	wait_for 10 tcp_listening 18950
-	timeout 60 ibv_rc_pingpong -d srdma_b -g "$gb" -p 18950 -s 4096 -n 1 10.51.0.1 >/dev/null 2>&1
+	timeout 60 ibv_rc_pingpong -d srdma_b -g "$gb" -p 18950 -s 4096 -n 1 10.51.0.1 \
+		>/dev/null 2>&1
 	wait
 }
 log=$(traced pingpong_once)
@@ -47,7 +48,8 @@ seen "srdma_qp_state: RTR to RTS" 'srdma_qp_state: qpn=[0-9]+ 2->3'
 seen "srdma_doorbell: a send queue run up to its producer index" \
 	'srdma_doorbell: qpn=[0-9]+ sq_ci=0 sq_pi=1'
 seen "srdma_wqe: a SEND of 4096 B from the SGEs" 'srdma_wqe: qpn=[0-9]+ opcode=2 len=4096 sge'
-seen "srdma_cqe: the receive, 4096 B" 'srdma_cqe: cqn=[0-9]+ qpn=[0-9]+ opcode=128 status=0 byte_len=4096'
+seen "srdma_cqe: the receive, 4096 B" \
+	'srdma_cqe: cqn=[0-9]+ qpn=[0-9]+ opcode=128 status=0 byte_len=4096'
 seen "srdma_cqe: the send" 'srdma_cqe: cqn=[0-9]+ qpn=[0-9]+ opcode=0 status=0'
 check "no packets on the loopback transport" eval '! grep -q "srdma_[tr]x:" <<<"$log"'
 

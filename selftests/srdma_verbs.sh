@@ -42,7 +42,8 @@ check "ibv_devinfo: transport InfiniBand, link layer Ethernet" \
 check "ibv_devinfo: max_qp 16384, max_cqe 65536" info_has 'max_qp:.*16384' 'max_cqe:.*65536'
 check "ibv_devinfo: port ACTIVE, GID from 10.31.0.1" \
 	info_has PORT_ACTIVE '::ffff:10.31.0.1, RoCE v2'
-check "ibv_devinfo: node_guid matches sysfs" info_has "node_guid:.*$(cat $SYSFS_IB/srdma0/node_guid)"
+check "ibv_devinfo: node_guid matches sysfs" info_has \
+	"node_guid:.*$(cat $SYSFS_IB/srdma0/node_guid)"
 
 # Port events reach userspace: the link goes down and up under ibv_asyncwatch.
 events=$(mktemp)
@@ -57,8 +58,10 @@ wait_for 5 port_is srdma0 ACTIVE
 sleep 1
 kill "$watcher" 2>/dev/null
 wait "$watcher" 2>/dev/null
-check "async event: IBV_EVENT_PORT_ERR when the link went down" grep -q "IBV_EVENT_PORT_ERR" "$events"
-check "async event: IBV_EVENT_PORT_ACTIVE when it came back" grep -q "IBV_EVENT_PORT_ACTIVE" "$events"
+check "async event: IBV_EVENT_PORT_ERR when the link went down" grep -q "IBV_EVENT_PORT_ERR" \
+	"$events"
+check "async event: IBV_EVENT_PORT_ACTIVE when it came back" grep -q "IBV_EVENT_PORT_ACTIVE" \
+	"$events"
 rm -f "$events"
 
 # The objects program, its subtests folded into ours.
@@ -99,7 +102,8 @@ check "device can be deleted after all that" rdma link delete srdma0
 
 if [ "$leak" = 1 ]; then
 	report=$(kmemleak_report)
-	ours=$(grep -E -A20 'unreferenced object' <<<"$report" | grep -E 'srdma|ib_|rdma|uverbs|umem' || true)
+	ours=$(grep -E -A20 'unreferenced object' <<<"$report" | grep -E \
+		'srdma|ib_|rdma|uverbs|umem' || true)
 	if [ -z "$ours" ]; then
 		ok "kmemleak: nothing leaked by the verbs tests and the killed process"
 	else

@@ -36,10 +36,12 @@ in_ns ip link set lo up
 check "rxe on $R (initial namespace)" rdma link add rxe_w type rxe netdev "$R"
 check "srdma on $S (namespace $NS)" in_ns rdma link add srdma_w type srdma netdev "$S"
 check "srdma on a virtual network device has no parent device" test ! -e "$SYSFS_IB/srdma_w/device"
-check "srdma holds UDP 4791 in its namespace" sh -c "ip netns exec $NS cat /proc/net/udp | grep -q ':12B7 '"
+check "srdma holds UDP 4791 in its namespace" sh -c \
+	"ip netns exec $NS cat /proc/net/udp | grep -q ':12B7 '"
 
 check "rxe has the RoCE v2 GID of $RXE_IP" wait_for 10 gid_index rxe_w "$(ipv4_gid "$RXE_IP")"
-check "srdma has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")"
+check "srdma has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w \
+	"$(ipv4_gid "$SRDMA_IP")"
 rg=$(gid_index rxe_w "$(ipv4_gid "$RXE_IP")")
 sg=$(gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")")
 
@@ -81,7 +83,8 @@ ip addr add "$FORGE_IP/24" dev "$R"
 # $out_f and $out_c.
 forge() {
 	out_f=$(mktemp) out_c=$(mktemp)
-	timeout 90 python3 "$(dirname "$0")/srdma_forge.py" "$1" "$FORGE_IP" "$SRDMA_IP" 64 "$hw" "$2" \
+	timeout 90 python3 "$(dirname "$0")/srdma_forge.py" "$1" "$FORGE_IP" "$SRDMA_IP" 64 "$hw" \
+		"$2" \
 		>"$out_f" 2>&1 &
 	wait_for 30 tcp_listening "$1"
 	timeout 60 ip netns exec "$NS" ibv_rc_pingpong -d srdma_w -g "$sg" -p "$1" -s 64 -n 1 \
@@ -100,7 +103,8 @@ else
 fi
 sent_of() { awk -v k="$1" '$1 == k { n = $2 } END { print n + 0 }' "$out_f"; }
 # The counts below compare with what the forger says it sent: it must have sent some of each.
-check "the forger sent every kind of packet" test "$(sent_of icrc)" -gt 0 -a "$(sent_of malformed)" -gt 0 \
+check "the forger sent every kind of packet" test "$(sent_of icrc)" -gt 0 -a \
+	"$(sent_of malformed)" -gt 0 \
 	-a "$(sent_of not_ours)" -gt 0 -a "$(sent_of psn_ahead)" -gt 0
 check_eq "bad ICRC: dropped and counted" "$(sent_of icrc)" \
 	$(($(counter rx_icrc_errors) - before[rx_icrc_errors]))
@@ -135,7 +139,8 @@ if prog srdma_target; then
 	answer() { awk -v k="$1" '$1 == k { print $2 }' "$out_f"; }
 	[ -n "$(answer read)" ] || diag "forger: $(cat "$out_f")"
 	check_eq "a READ of 4 KiB: four responses" 1000,1001,1002,1003 "$(answer read)"
-	check_eq "a duplicate READ of its last 2 KiB: answered again" 1002,1003 "$(answer replay_tail)"
+	check_eq "a duplicate READ of its last 2 KiB: answered again" 1002,1003 \
+		"$(answer replay_tail)"
 	for d in dup_longer dup_other_key dup_outside dup_never; do
 		check_eq "a forged duplicate READ ($d): not answered" - "$(answer $d)"
 	done
@@ -162,8 +167,8 @@ if prog srdma_target; then
 	check_eq "the duplicate wrote nothing, the QP stays in RTS" \
 		"1111111111111111${intact:16} 3" "$(answer aw_end)"
 	for aw in aw_short:61 aw_long:61 aw_reth_len:61 aw_pad:61 aw_unaligned:61 aw_bad_rkey:62; do
-		check_eq "a forged ATOMIC WRITE (${aw%:*}): NAK ${aw#*:}, nothing written, QP failed" \
-			"11/1000/${aw#*:} $intact 6" "$(answer "${aw%:*}")"
+		what="a forged ATOMIC WRITE (${aw%:*}): NAK ${aw#*:}, nothing written, QP failed"
+		check_eq "$what" "11/1000/${aw#*:} $intact 6" "$(answer "${aw%:*}")"
 	done
 	rm -f "$out_f"
 fi
@@ -187,14 +192,16 @@ if ip netns exec "$NS" tc qdisc add dev "$S" root $netem 2>/dev/null &&
 		-s 16384 -n 50
 	lost=$(($(counter local_ack_timeout_err) - rt0 + $(counter packet_seq_err) - sq0))
 	seen=$(($(counter duplicate_request) - dup0 + $(counter out_of_sequence) - oos0))
-	check "srdma's requester recovered lost packets (timeouts or sequence NAKs: $lost)" test "$lost" -gt 0
+	check "srdma's requester recovered lost packets (timeouts or sequence NAKs: $lost)" test \
+		"$lost" -gt 0
 	check "srdma's responder saw duplicates or gaps ($seen)" test "$seen" -gt 0
 	# Corruption on the way to srdma (rxe's end).
 	ip netns exec "$NS" tc qdisc del dev "$S" root
 	tc qdisc replace dev "$R" root netem corrupt 5%
 	icrc0=$(counter rx_icrc_errors)
 	c_tap "RC over a corrupting link" 900 srdma_wire srdma_w "$sg" "$PEER_DEV" "$pg" lossy rxe
-	check "corrupted packets dropped as ICRC errors" test "$(counter rx_icrc_errors)" -gt "$icrc0"
+	check "corrupted packets dropped as ICRC errors" test "$(counter rx_icrc_errors)" -gt \
+		"$icrc0"
 	tc qdisc del dev "$R" root
 else
 	skip "RC over a lossy link" "no netem (tc qdisc ... netem)"
@@ -285,7 +292,8 @@ if topology; then
 	traffic 18721
 	in_ns rdma link delete srdma_w >/dev/null 2>&1 &
 	del=$!
-	check "under traffic: the perftest processes end while the device is deleted" ended "$ts" "$tc"
+	check "under traffic: the perftest processes end while the device is deleted" ended "$ts" \
+		"$tc"
 	check "under traffic: rdma link delete completes once they let go" \
 		returns_within 30 sh -c "while kill -0 $del 2>/dev/null; do sleep 0.2; done"
 	check "under traffic: the device is gone" gone srdma_w
@@ -321,7 +329,8 @@ fi
 
 if [ "$leak" = 1 ]; then
 	report=$(kmemleak_report)
-	ours=$(grep -E -B2 -A20 'unreferenced object' <<<"$report" | grep -E 'srdma|ib_|rdma|udp|skb' || true)
+	ours=$(grep -E -B2 -A20 'unreferenced object' <<<"$report" | grep -E \
+		'srdma|ib_|rdma|udp|skb' || true)
 	if [ -z "$ours" ]; then
 		ok "kmemleak: nothing leaked by the teardowns"
 	else

@@ -38,9 +38,12 @@ check "srdma_w on $S (namespace $NS)" in_ns rdma link add srdma_w type srdma net
 check "srdma_p on $P (namespace $PEER_NS)" \
 	ip netns exec "$PEER_NS" rdma link add srdma_p type srdma netdev "$P"
 check "each holds UDP 4791 in its own namespace" sh -c \
-	"ip netns exec $NS cat /proc/net/udp | grep -q ':12B7 ' && ip netns exec $PEER_NS cat /proc/net/udp | grep -q ':12B7 '"
-check "srdma_w has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")"
-check "srdma_p has the RoCE v2 GID of $PEER_IP" wait_for 10 gid_index srdma_p "$(ipv4_gid "$PEER_IP")"
+	"ip netns exec $NS cat /proc/net/udp | grep -q ':12B7 ' &&
+	 ip netns exec $PEER_NS cat /proc/net/udp | grep -q ':12B7 '"
+check "srdma_w has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w \
+	"$(ipv4_gid "$SRDMA_IP")"
+check "srdma_p has the RoCE v2 GID of $PEER_IP" wait_for 10 gid_index srdma_p \
+	"$(ipv4_gid "$PEER_IP")"
 sg=$(gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")")
 pg=$(gid_index srdma_p "$(ipv4_gid "$PEER_IP")")
 

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # srdma and rxe over virtio-net: the VM's two virtio-net NICs, joined outside the guest by a
 # QEMU hub (virtme-ng --network loop, as tools/vm/run.sh boots it), srdma on the first in a
-# namespace of its own and rxe on the second in the initial one. The frames go through QEMU's virtio-net
-# devices, which read them from guest memory themselves; the exchanges are wire_lib.sh's
-# wire_matrix in both roles. Skipped where the VM has no such pair of NICs.
+# namespace of its own and rxe on the second in the initial one. The frames go through QEMU's
+# virtio-net devices, which read them from guest memory themselves; the exchanges are
+# wire_lib.sh's wire_matrix in both roles. Skipped where the VM has no such pair of NICs.
 
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/wire_lib.sh"
@@ -13,7 +13,8 @@ load_srdma
 modprobe rdma_rxe 2>/dev/null || skip_all "rdma_rxe not available"
 
 mapfile -t nics < <(virtio_nics)
-[ "${#nics[@]}" -ge 2 ] || skip_all "no two virtio-net NICs (tools/vm/run.sh boots with --network loop)"
+[ "${#nics[@]}" -ge 2 ] || skip_all \
+	"no two virtio-net NICs (tools/vm/run.sh boots with --network loop)"
 S=${nics[0]} R=${nics[1]}
 
 NS=srdma_wire_v
@@ -36,7 +37,8 @@ cleanup
 # network interface through /sys/class/infiniband/DEV/device/net/.
 if check "srdma on virtio-net $S" rdma link add srdma_vt type srdma netdev "$S"; then
 	nic=$(readlink -f "/sys/class/net/$S/device")
-	check_eq "its device is the NIC's ($nic)" "$nic" "$(readlink -f "$SYSFS_IB/srdma_vt/device")"
+	check_eq "its device is the NIC's ($nic)" "$nic" \
+		"$(readlink -f "$SYSFS_IB/srdma_vt/device")"
 	check "device/net/ names $S" test -e "$SYSFS_IB/srdma_vt/device/net/$S"
 	check "the device goes" rdma link delete srdma_vt
 fi
@@ -52,7 +54,8 @@ in_ns ip link set lo up
 check "rxe on $R (virtio-net, initial namespace)" rdma link add rxe_v type rxe netdev "$R"
 check "srdma on $S (virtio-net, namespace $NS)" in_ns rdma link add srdma_w type srdma netdev "$S"
 check "rxe has the RoCE v2 GID of $RXE_IP" wait_for 10 gid_index rxe_v "$(ipv4_gid "$RXE_IP")"
-check "srdma has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")"
+check "srdma has the RoCE v2 GID of $SRDMA_IP" wait_for 10 gid_index srdma_w \
+	"$(ipv4_gid "$SRDMA_IP")"
 pg=$(gid_index rxe_v "$(ipv4_gid "$RXE_IP")")
 sg=$(gid_index srdma_w "$(ipv4_gid "$SRDMA_IP")")
 

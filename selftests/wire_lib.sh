@@ -23,8 +23,10 @@ pingpong() {
 	local prog=$1 name=$2 port=$3 server=$4 size=$5 iters=$6 out_s out_c rc_s rc_c
 	srdma_side
 	peer_side
-	local peer=("${PEER_SIDE[@]}" "$prog" -d "$PEER_DEV" -g "$pg" -p "$port" -s "$size" -n "$iters" -c)
-	local srdma=("${SRDMA_SIDE[@]}" "$prog" -d srdma_w -g "$sg" -p "$port" -s "$size" -n "$iters" -c)
+	local peer=("${PEER_SIDE[@]}" "$prog" -d "$PEER_DEV" -g "$pg" -p "$port" \
+		-s "$size" -n "$iters" -c)
+	local srdma=("${SRDMA_SIDE[@]}" "$prog" -d srdma_w -g "$sg" -p "$port" \
+		-s "$size" -n "$iters" -c)
 	out_s=$(mktemp) out_c=$(mktemp)
 	if [ "$server" = srdma ]; then
 		timeout 120 "${srdma[@]}" >"$out_s" 2>&1 &
@@ -42,7 +44,8 @@ pingpong() {
 		grep -q "$iters iters" "$out_c"; then
 		ok "$name"
 	else
-		fail "$name" "server ($server) exit $rc_s: $(cat "$out_s")" "client exit $rc_c: $(cat "$out_c")"
+		fail "$name" "server ($server) exit $rc_s: $(cat "$out_s")" \
+			"client exit $rc_c: $(cat "$out_c")"
 	fi
 	rm -f "$out_s" "$out_c"
 }
@@ -59,16 +62,26 @@ perftest() {
 	esac
 	srdma_side
 	peer_side
-	local peer=(timeout 120 "${PEER_SIDE[@]}" "$prog" -d "$PEER_DEV" "${xp[@]}" -p "$port" -F "$@")
-	local srdma=(timeout 120 "${SRDMA_SIDE[@]}" "$prog" -d srdma_w "${xs[@]}" -p "$port" -F "$@")
+	local peer=(timeout 120 "${PEER_SIDE[@]}" "$prog" -d "$PEER_DEV" "${xp[@]}" \
+		-p "$port" -F "$@")
+	local srdma=(timeout 120 "${SRDMA_SIDE[@]}" "$prog" -d srdma_w "${xs[@]}" \
+		-p "$port" -F "$@")
 	out_s=$(mktemp) out_c=$(mktemp)
 	if [ "$server" = srdma ]; then
 		"${srdma[@]}" >"$out_s" 2>&1 &
-		if [ -n "$cm" ]; then wait_for 20 cm_listening "$port"; else wait_for 10 tcp_listening "$port" "$NS"; fi
+		if [ -n "$cm" ]; then
+			wait_for 20 cm_listening "$port"
+		else
+			wait_for 10 tcp_listening "$port" "$NS"
+		fi
 		"${peer[@]}" "$SRDMA_IP" >"$out_c" 2>&1
 	else
 		"${peer[@]}" >"$out_s" 2>&1 &
-		if [ -n "$cm" ]; then wait_for 20 cm_listening "$port"; else wait_for 10 tcp_listening "$port" "$PEER_NS"; fi
+		if [ -n "$cm" ]; then
+			wait_for 20 cm_listening "$port"
+		else
+			wait_for 10 tcp_listening "$port" "$PEER_NS"
+		fi
 		"${srdma[@]}" "$PEER_IP" >"$out_c" 2>&1
 	fi
 	rc_c=$?
@@ -77,7 +90,8 @@ perftest() {
 	if [ "$rc_s" = 0 ] && [ "$rc_c" = 0 ]; then
 		ok "$name"
 	else
-		fail "$name" "server ($server) exit $rc_s: $(tail -5 "$out_s")" "client exit $rc_c: $(tail -5 "$out_c")"
+		fail "$name" "server ($server) exit $rc_s: $(tail -5 "$out_s")" \
+			"client exit $rc_c: $(tail -5 "$out_c")"
 	fi
 	rm -f "$out_s" "$out_c"
 }
@@ -103,28 +117,35 @@ rping_between() {
 	if [ "$rc_s" = 0 ] && [ "$rc_c" = 0 ]; then
 		ok "$name"
 	else
-		fail "$name" "server ($server) exit $rc_s: $(tail -5 "$out_s")" "client exit $rc_c: $(tail -5 "$out_c")"
+		fail "$name" "server ($server) exit $rc_s: $(tail -5 "$out_s")" \
+			"client exit $rc_c: $(tail -5 "$out_c")"
 	fi
 	rm -f "$out_s" "$out_c"
 }
 
 # wire_matrix FIRST_PORT: the exchanges every peer must pass with srdma, in both roles: UD, RC
 # and UC pingpong with checked payloads, perftest SEND/WRITE/READ at sizes around the path MTU
-# (1024 B) and beyond (WIRE_SIZES, default 1 1023 1024 1025 65536), atomics, rdma_cm (rping, perftest -R), and srdma_wire.c (1 MiB and 8 MiB
-# messages, reuse after RESET, destroy with WRITEs in flight).
+# (1024 B) and beyond (WIRE_SIZES, default 1 1023 1024 1025 65536), atomics, rdma_cm (rping,
+# perftest -R), and srdma_wire.c (1 MiB and 8 MiB messages, reuse after RESET, destroy with
+# WRITEs in flight).
 wire_matrix() {
 	local port=$1 sent0 rcvd0 size server dir
 	sent0=$(counter sent_pkts)
 	rcvd0=$(counter rcvd_pkts)
-	pingpong ibv_ud_pingpong "UD: srdma server, $PEER client, 1 B x 50, checked" $((port++)) srdma 1 50
-	pingpong ibv_ud_pingpong "UD: $PEER server, srdma client, 1 B x 50, checked" $((port++)) peer 1 50
-	pingpong ibv_ud_pingpong "UD: srdma server, $PEER client, 1024 B (the path MTU) x 200, checked" \
+	pingpong ibv_ud_pingpong "UD: srdma server, $PEER client, 1 B x 50, checked" $((port++)) \
+		srdma 1 50
+	pingpong ibv_ud_pingpong "UD: $PEER server, srdma client, 1 B x 50, checked" $((port++)) \
+		peer 1 50
+	pingpong ibv_ud_pingpong \
+		"UD: srdma server, $PEER client, 1024 B (the path MTU) x 200, checked" \
 		$((port++)) srdma 1024 200
 	pingpong ibv_ud_pingpong "UD: $PEER server, srdma client, 1000 B x 200, checked" \
 		$((port++)) peer 1000 200
 	# Each exchange is a ping and a pong per iteration.
-	check_eq "sent_pkts: one per datagram srdma sent (500)" 500 $(($(counter sent_pkts) - sent0))
-	check_eq "rcvd_pkts: one per datagram srdma received (500)" 500 $(($(counter rcvd_pkts) - rcvd0))
+	check_eq "sent_pkts: one per datagram srdma sent (500)" \
+		500 $(($(counter sent_pkts) - sent0))
+	check_eq "rcvd_pkts: one per datagram srdma received (500)" \
+		500 $(($(counter rcvd_pkts) - rcvd0))
 
 	for size in 1 1024 4096; do
 		pingpong ibv_rc_pingpong "RC: srdma server, $PEER client, $size B x 100, checked" \
@@ -132,23 +153,34 @@ wire_matrix() {
 		pingpong ibv_rc_pingpong "RC: $PEER server, srdma client, $size B x 100, checked" \
 			$((port++)) peer "$size" 100
 	done
-	pingpong ibv_uc_pingpong "UC: srdma server, $PEER client, 1024 B x 100, checked" $((port++)) srdma 1024 100
-	pingpong ibv_uc_pingpong "UC: $PEER server, srdma client, 1024 B x 100, checked" $((port++)) peer 1024 100
+	pingpong ibv_uc_pingpong "UC: srdma server, $PEER client, 1024 B x 100, checked" \
+		$((port++)) srdma 1024 100
+	pingpong ibv_uc_pingpong "UC: $PEER server, srdma client, 1024 B x 100, checked" \
+		$((port++)) peer 1024 100
 
 	for size in ${WIRE_SIZES:-1 1023 1024 1025 65536}; do
 		for server in srdma peer; do
-			if [ "$server" = srdma ]; then dir="$PEER -> srdma"; else dir="srdma -> $PEER"; fi
-			perftest "RC SEND, $dir: $size B" $((port++)) "$server" ib_send_bw -s "$size" -n 20
-			perftest "RC WRITE, $dir: $size B" $((port++)) "$server" ib_write_bw -s "$size" -n 20
-			perftest "RC READ, $dir: $size B" $((port++)) "$server" ib_read_bw -s "$size" -n 20
+			if [ "$server" = srdma ]; then
+				dir="$PEER -> srdma"
+			else
+				dir="srdma -> $PEER"
+			fi
+			perftest "RC SEND, $dir: $size B" $((port++)) "$server" \
+				ib_send_bw -s "$size" -n 20
+			perftest "RC WRITE, $dir: $size B" $((port++)) "$server" \
+				ib_write_bw -s "$size" -n 20
+			perftest "RC READ, $dir: $size B" $((port++)) "$server" \
+				ib_read_bw -s "$size" -n 20
 		done
 	done
 	perftest "RC atomics, $PEER -> srdma" $((port++)) srdma ib_atomic_bw -n 20
 	perftest "RC atomics, srdma -> $PEER" $((port++)) peer ib_atomic_bw -n 20
 	perftest "RC SEND latency, srdma and $PEER" $((port++)) srdma ib_send_lat -s 4096 -n 100
 
-	rping_between "rdma_cm: rping, srdma server, $PEER client, 4 KiB x 10, checked" $((port++)) srdma
-	rping_between "rdma_cm: rping, $PEER server, srdma client, 4 KiB x 10, checked" $((port++)) peer
+	rping_between "rdma_cm: rping, srdma server, $PEER client, 4 KiB x 10, checked" \
+		$((port++)) srdma
+	rping_between "rdma_cm: rping, $PEER server, srdma client, 4 KiB x 10, checked" \
+		$((port++)) peer
 	perftest "rdma_cm: ib_send_bw -R, $PEER -> srdma" $((port++)) srdma ib_send_bw -R -n 20
 	perftest "rdma_cm: ib_send_bw -R, srdma -> $PEER" $((port++)) peer ib_send_bw -R -n 20
 
