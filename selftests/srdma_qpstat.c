@@ -28,7 +28,7 @@ static void fail(const char *what)
 	exit(1);
 }
 
-static void pair(int i)
+static void make_pair(int i)
 {
 	struct conn c = { .sgidx = a.gidx };
 
@@ -74,13 +74,14 @@ int main(int argc, char **argv)
 		int got = sscanf(line, "%15s %d %ld", cmd, &i, &n);
 
 		if (got == 1 && !strcmp(cmd, "pair") && next < PAIRS) {
-			pair(next++);
+			make_pair(next++);
 		} else if (got == 3 && !strcmp(cmd, "send") && i >= 0 && i < next && qa[i]) {
 			send_n(i, n);
 		} else if (got == 2 && !strcmp(cmd, "destroy") && i >= 0 && i < next && qa[i]) {
 			if (ibv_destroy_qp(qa[i]) || ibv_destroy_qp(qb[i]))
 				fail("destroying a pair");
-			qa[i] = qb[i] = NULL;
+			qa[i] = NULL;
+			qb[i] = NULL;
 			printf("destroyed %d\n", i);
 		} else {
 			errno = EINVAL;

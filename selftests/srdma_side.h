@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* What the two-device test programs share: one side's device, PD, CQ and buffer, and RC/UC
- * connections between QPs of two sides. */
+/*
+ * What the two-device test programs share: one side's device, PD, CQ and buffer, and RC/UC
+ * connections between QPs of two sides.
+ */
 #ifndef SRDMA_SIDE_H
 #define SRDMA_SIDE_H
 
@@ -34,8 +36,10 @@ static inline int next_v4_gid(struct side *s, int after, union ibv_gid *gid)
 	return -1;
 }
 
-/* Opens side s on device name with a buffer of len bytes registered with access; bails out
- * of the test if it cannot. */
+/*
+ * Opens side s on device name with a buffer of len bytes registered with access; bails out
+ * of the test if it cannot.
+ */
 static inline void open_side(struct side *s, const char *name, size_t len, int access)
 {
 	s->ctx = open_dev(name);
@@ -101,8 +105,10 @@ static inline int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gi
 					    IBV_QP_MAX_QP_RD_ATOMIC : 0));
 }
 
-/* Posts one signaled WR of opcode op with one SGE (lkey, addr, len); RDMA and atomics go to
- * raddr under rkey. */
+/*
+ * Posts one signaled WR of opcode op with one SGE (lkey, addr, len); RDMA and atomics go to
+ * raddr under rkey.
+ */
 static inline int post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t lkey,
 			   uint64_t addr, uint32_t len, uint64_t raddr, uint32_t rkey)
 {
@@ -123,8 +129,10 @@ static inline int post_recv_one(struct ibv_qp *qp, struct side *s, uint32_t len)
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
-/* The next completion on cq within ms milliseconds: its status (the completion in *wc), -1
- * if none came, -2 if polling failed. */
+/*
+ * The next completion on cq within ms milliseconds: its status (the completion in *wc), -1
+ * if none came, -2 if polling failed.
+ */
 static inline int next_wc(struct ibv_cq *cq, int ms, struct ibv_wc *wc)
 {
 	for (int i = 0; i < ms; i++) {

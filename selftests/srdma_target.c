@@ -51,7 +51,8 @@ int main(int argc, char **argv)
 	if (!ctx)
 		return die("opening the device");
 	pd = ibv_alloc_pd(ctx);
-	ia.send_cq = ia.recv_cq = pd ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
+	ia.send_cq = pd ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
+	ia.recv_cq = ia.send_cq;
 	buf = aligned_alloc(4096, SIZE);
 	if (!ia.send_cq || !buf)
 		return die("creating the PD, CQ and buffer");
@@ -65,7 +66,8 @@ int main(int argc, char **argv)
 	printf("%x %x %x %llx\n", qp->qp_num, 0, mr->rkey, (unsigned long long)(uintptr_t)buf);
 	fflush(stdout);
 
-	if (!fgets(line, sizeof(line), stdin) || sscanf(line, "%x %x %32s", &qpn, &psn, gid_hex) != 3)
+	if (!fgets(line, sizeof(line), stdin) ||
+	    sscanf(line, "%x %x %32s", &qpn, &psn, gid_hex) != 3)
 		return die("reading the peer");
 	for (int i = 0; i < 16; i++) {
 		unsigned int byte;

@@ -32,7 +32,6 @@ static int test_num, failures;
 			failures++;                                             \
 	} while (0)
 
-
 /* Waits up to two seconds for one completion on an IB_POLL_DIRECT CQ. */
 static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -42,7 +41,7 @@ static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
 		n = ib_poll_cq(cq, 1, wc);
 		if (n)
 			return n;
-		msleep(1);
+		usleep_range(1000, 2000);
 	}
 	return 0;
 }
@@ -224,8 +223,8 @@ static int write_to(struct ib_qp *qp, struct ib_cq *cq, u32 lkey, u64 smap, u32 
  * separately allocated, mapped into one MR, registered, written through its rkey, invalidated
  * locally and by a peer's SEND_WITH_INV.
  */
-static noinline_for_stack void fastreg(struct ib_device *ibdev, struct ib_pd *pd,
-				       struct ib_cq *cq, struct ib_qp *a, struct ib_qp *b)
+static noinline_for_stack void test_fastreg(struct ib_device *ibdev, struct ib_pd *pd,
+					    struct ib_cq *cq, struct ib_qp *a, struct ib_qp *b)
 {
 	const u32 head = 100, len = PAGE_SIZE - 100 + 2000;
 	u8 *p0 = (u8 *)__get_free_page(GFP_KERNEL), *p1 = (u8 *)__get_free_page(GFP_KERNEL);
@@ -472,9 +471,9 @@ static noinline_for_stack void polled(struct ib_device *ibdev, struct ib_pd *pd,
 	if (!ret)
 		wait_for_completion_timeout(&p->done, 20 * HZ);
 	CHECK(!ret && atomic_read(&p->recvs) == POLLED_MSGS && !atomic_read(&p->errors),
-	      "%s: %d messages, each send and receive posted from the completion handler "
-	      "(%d sent, %d received, %d errors; the first: %s on opcode %d)", name, POLLED_MSGS,
-	      atomic_read(&p->sends), atomic_read(&p->recvs), atomic_read(&p->errors),
+	      "%s: %d messages, each send and receive posted from the completion handler (%d sent, %d received, %d errors; the first: %s on opcode %d)",
+	      name, POLLED_MSGS, atomic_read(&p->sends), atomic_read(&p->recvs),
+	      atomic_read(&p->errors),
 	      atomic_read(&p->errors) ? ib_wc_status_msg(p->first_status) : "none",
 	      p->first_opcode);
 	CHECK(!memcmp(p->sbuf, p->rbuf, POLLED_LEN), "%s: the bytes arrived intact", name);
@@ -585,7 +584,7 @@ free:
 	kfree(dst);
 }
 
-static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
+static noinline_for_stack void test_data(struct ib_device *ibdev, struct ib_pd *pd)
 {
 	const struct ib_gid_attr *sgid;
 	struct ib_qp *a, *b;
@@ -630,7 +629,7 @@ static noinline_for_stack void data(struct ib_device *ibdev, struct ib_pd *pd)
 		      "inline above max_inline_data refused: %d, bad_wr set", ret);
 		inline_sges(ibdev, pd, sgid);
 		/* Last: its final check leaves A in the error state. */
-		fastreg(ibdev, pd, cq, a, b);
+		test_fastreg(ibdev, pd, cq, a, b);
 	}
 put:
 	if (!IS_ERR(a))
@@ -647,7 +646,7 @@ free_cq:
  * which no ULP may hand a device with virtual DMA) completes with IB_WC_LOC_PROT_ERR: srdma
  * reaches kernel memory only as the buffers a work request lends it.
  */
-static noinline_for_stack void outside(struct ib_device *ibdev, struct ib_pd *pd)
+static noinline_for_stack void test_outside(struct ib_device *ibdev, struct ib_pd *pd)
 {
 	const struct ib_gid_attr *sgid;
 	struct ib_qp *a, *b;
@@ -784,8 +783,8 @@ static void run(struct ib_device *ibdev)
 
 	ib_free_cq(cq);
 	CHECK(true, "ib_free_cq");
-	data(ibdev, pd);
-	outside(ibdev, pd);
+	test_data(ibdev, pd);
+	test_outside(ibdev, pd);
 	polled(ibdev, pd, IB_POLL_SOFTIRQ, "IB_POLL_SOFTIRQ");
 	polled(ibdev, pd, IB_POLL_WORKQUEUE, "IB_POLL_WORKQUEUE");
 free_pd:
@@ -798,7 +797,7 @@ static int __init srdma_kverbs_init(void)
 	struct ib_device *ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
 
 	pr_info("TAP version 13\n");
-	CHECK(ibdev != NULL, "device %s found", dev);
+	CHECK(ibdev, "device %s found", dev);
 	if (ibdev) {
 		run(ibdev);
 		ib_device_put(ibdev);
