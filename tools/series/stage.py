@@ -12,6 +12,8 @@ each added line belongs to:
     KEY commit            the patches, in order
     KEY file PATH         lines of PATH (a file, or PATH/ for a directory) belong to KEY
     KEY line PATH REGEX   added lines of PATH that match REGEX belong to KEY
+    KEY block PATH REGEX  so do the added lines after one, up to and with an empty line
+                          (a Kconfig entry)
 
 A line matched by a `line` rule goes to that rule's patch; any other line goes to the patch
 that owns its file; in a file no patch owns (a file of the base tree), to the patch of the
@@ -46,14 +48,14 @@ def read_plan(path):
                 order.append(key)
             elif kind == "file" and len(parts) == 3:
                 files.append((parts[2], key))
-            elif kind == "line" and len(parts) == 4:
-                lines.append((parts[2], re.compile(parts[3]), key))
+            elif kind in ("line", "block") and len(parts) == 4:
+                lines.append((parts[2], re.compile(parts[3]), key, kind == "block"))
             else:
                 die(f"{path}:{n}: cannot parse: {line}")
     for _, key in files:
         if key not in order:
             die(f"{path}: {key} is not a commit")
-    for _, _, key in lines:
+    for _, _, key, _ in lines:
         if key not in order:
             die(f"{path}: {key} is not a commit")
     return order, files, lines
@@ -95,11 +97,19 @@ def tags(path, text, added, files, rules):
     idx = range(len(text)) if added is None else added
     prev = None
     prev_i = -2
+    block = None
     for i in idx:
         key = None
-        for rpath, regex, rkey in rules:
-            if rpath == path and regex.search(text[i]):
+        if block is not None and prev_i == i - 1:
+            key = block
+            if not text[i].strip():
+                block = None
+        else:
+            block = None
+        for rpath, regex, rkey, is_block in rules:
+            if key is None and rpath == path and regex.search(text[i]):
                 key = rkey
+                block = rkey if is_block else None
                 break
         if key is None:
             if own is not None:
