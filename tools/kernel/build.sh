@@ -71,6 +71,9 @@ fi
 rsync -a --checksum "$top/rust/" "$src/rust/"
 rsync -a --checksum "$top/drivers/" "$src/drivers/"
 rsync -a --checksum "$top/include/" "$src/include/"
+# The top-level Kconfig holds all of srdma's symbols (abstractions and driver); the tree has it
+# as the driver's Kconfig, which the hooks source from drivers/infiniband/Kconfig.
+rsync -a --checksum "$top/Kconfig" "$src/drivers/infiniband/sw/srdma/Kconfig"
 
 kmake=(make -C "$src" O="$build" LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 	BINDGEN="$tools/bin/bindgen" CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt
