@@ -12,7 +12,7 @@ OUT ?= $(CURDIR)/out
 PROVIDER := $(SRDMA_CACHE)/provider/libsrdma-rdmav34.so
 LIBIBVERBS_DIR := /usr/lib/x86_64-linux-gnu/libibverbs
 
-.PHONY: all setup kernel bench-kernel provider ktest vm demo check check-2vm fresh bench profile lint fmt series install clean help
+.PHONY: all setup kernel bench-kernel provider ktest vm demo check check-2vm fresh bench profile lint fmt htmldocs series install clean help
 all: kernel provider
 
 help:
@@ -29,7 +29,8 @@ help:
 	@echo "make provider  build the rdma-core provider (libsrdma-rdmav34.so)"
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
 	@echo "make install install the provider system-wide (libibverbs' directory, /etc/libibverbs.d)"
-	@echo "make lint    rustfmt and clippy on the Rust code (make fmt formats it)"
+	@echo "make lint    rustfmt and clippy on the Rust code (make fmt formats it), make htmldocs"
+	@echo "make htmldocs  Documentation/infiniband (srdma.rst) as HTML in \$$SRDMA_BUILD/Documentation/output"
 	@echo "make series  the project as patches on Linux 6.12, checked by checkpatch --strict: out/series"
 	@echo "make clean   remove the build directory and test output"
 
@@ -107,6 +108,12 @@ fmt: setup
 # $(SRDMA_CACHE)/series-tree, checked by the kernel's checkpatch.pl (tools/series/series.sh).
 series:
 	@tools/series/series.sh "$(OUT)/series"
+
+# The kernel's InfiniBand book with srdma.rst in it (Sphinx, as the kernel builds it). -E reads
+# every file each time, so that a warning shows on every run, not only after an edit.
+htmldocs: setup
+	@tools/kernel/build.sh SPHINXDIRS=infiniband SPHINXOPTS="-q -E" htmldocs
+	@echo "htmldocs: $(SRDMA_BUILD)/Documentation/output/infiniband/srdma.html"
 
 clean:
 	rm -rf "$(SRDMA_BUILD)" "$(OUT)"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make lint`: rustfmt and clippy on the kernel tree with our Rust code; any warning fails.
+# `make lint`: rustfmt and clippy on the kernel tree with our Rust code, and the kernel's docs
+# build of Documentation/infiniband; any warning fails (in the docs, any that names srdma.rst).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 log=$(mktemp)
@@ -14,8 +15,14 @@ if grep -q -E '^(warning|error)' "$log"; then
 	status=1
 fi
 [ "$status" -eq 0 ] || { echo "lint: clippy found problems"; exit 1; }
+# -E: every file read again, so the warnings show even when nothing changed.
+"$top/tools/kernel/build.sh" SPHINXDIRS=infiniband SPHINXOPTS="-q -E" htmldocs > "$log" 2>&1 || status=1
+if grep -E '(WARNING|ERROR|SEVERE|CRITICAL)' "$log" | grep srdma; then
+	status=1
+fi
+[ "$status" -eq 0 ] || { grep -v '^  PARSE ' "$log" | tail -20; echo "lint: htmldocs: Documentation/infiniband/srdma.rst has problems (make htmldocs)"; exit 1; }
 cd "$top/tools/provider"
 export CARGO_TARGET_DIR="${SRDMA_CACHE:-$HOME/.cache/srdma}/provider-target" LIBCLANG_PATH=/usr/lib/llvm-16/lib
 cargo fmt --check || { echo "lint: provider: run 'cargo fmt' in tools/provider"; exit 1; }
 cargo clippy --release --all-targets --quiet -- -D warnings || { echo "lint: provider: clippy"; exit 1; }
-echo "lint: rustfmt and clippy clean"
+echo "lint: rustfmt, clippy and htmldocs clean"

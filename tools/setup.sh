@@ -7,11 +7,14 @@ echo "setup: fix the cause above and run make again; set-up resumes where it sto
 # The same default as tools/kernel/build.sh and the Makefile: under SRDMA_CACHE.
 TOOLS_DIR=${SRDMA_TOOLS:-${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}/tools}
 
+# python3-sphinx, python3-yaml, graphviz: the kernel's docs build (make htmldocs, make lint), as
+# the tree's scripts/sphinx-pre-install asks for HTML.
 APT_PKGS=(linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	clang-16 lld-16 llvm-16 libclang-16-dev qemu-system-x86
 	ibverbs-utils rdma-core rdmacm-utils perftest python3-pyverbs libibverbs-dev
 	busybox-static pahole flex bison libelf-dev libssl-dev bc cpio kmod
-	xz-utils zstd iproute2 rsync python3-pip python3-venv make gcc linux-perf)
+	xz-utils zstd iproute2 rsync python3-pip python3-venv make gcc linux-perf
+	python3-sphinx python3-yaml graphviz)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

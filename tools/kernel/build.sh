@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare the kernel tree (unpack once, overlay the checkout, apply the in-tree hooks, configure)
-# and build it incrementally.  Usage: build.sh [make targets...]
+# and build it incrementally.  Usage: build.sh [make targets...], e.g.
+#   build.sh SPHINXDIRS=infiniband htmldocs: the documentation (srdma.rst) as HTML.
 #   build.sh --no-build: prepare and configure only (make check's set-up-from-nothing proof).
 set -euo pipefail
 # A failing step says which one, and where to look, instead of a bare make error.
@@ -71,6 +72,7 @@ fi
 rsync -a --checksum "$top/rust/" "$src/rust/"
 rsync -a --checksum "$top/drivers/" "$src/drivers/"
 rsync -a --checksum "$top/include/" "$src/include/"
+rsync -a --checksum "$top/Documentation/" "$src/Documentation/"
 # The top-level Kconfig holds all of srdma's symbols (abstractions and driver); the tree has it
 # as the driver's Kconfig, which the hooks source from drivers/infiniband/Kconfig.
 rsync -a --checksum "$top/Kconfig" "$src/drivers/infiniband/sw/srdma/Kconfig"
