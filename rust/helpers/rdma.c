@@ -30,6 +30,17 @@ struct ib_udata *rust_helper_uverbs_attr_bundle_udata(struct uverbs_attr_bundle 
 	return &attrs->driver_udata;
 }
 
+/* The parent lives in an anonymous union of struct ib_device, which bindgen names by position. */
+void rust_helper_ib_device_set_parent(struct ib_device *dev, struct device *parent)
+{
+	dev->dev.parent = parent;
+}
+
+u8 *rust_helper_rdma_ah_retrieve_dmac(struct rdma_ah_attr *attr)
+{
+	return rdma_ah_retrieve_dmac(attr);
+}
+
 bool rust_helper_ib_uses_virt_dma(struct ib_device *dev)
 {
 	return ib_uses_virt_dma(dev);
@@ -86,6 +97,11 @@ void rust_helper_rdma_store_release_u64(struct page *page, size_t off, u64 val)
 {
 	u64 *p = kmap_local_page(page);
 
+	/*
+	 * RDMA ATOMIC WRITE: one store of 8 bytes, ordered after every write the responder made
+	 * before it; pairs with the reader's acquire load (or spin) of those bytes, which then
+	 * sees the earlier writes too.
+	 */
 	smp_store_release(&p[off / sizeof(u64)], val);
 	kunmap_local(p);
 }

@@ -29,6 +29,7 @@ pub mod restrack;
 pub mod roce;
 pub mod srq;
 pub mod stats;
+mod typed;
 pub mod uapi;
 pub mod ucontext;
 pub mod udata;
@@ -73,19 +74,4 @@ pub fn name_in_use(name: &CStr) -> bool {
     // SAFETY: `ib_device_get_by_name` returned a registration reference that we now drop.
     unsafe { bindings::ib_device_put(dev) };
     true
-}
-
-/// What ib_core calls a work completion status (`ib_wc_status_msg`), as users see it in logs
-/// and in `ibv_wc_status_str`: "local protection error" for `IB_WC_LOC_PROT_ERR`, and
-/// "unrecognized status" for a value that names none.
-///
-/// ```
-/// use kernel::rdma::wc_status_msg;
-///
-/// assert_eq!(wc_status_msg(4).as_bytes(), b"local protection error");
-/// assert_eq!(wc_status_msg(1000).as_bytes(), b"unrecognized status");
-/// ```
-pub fn wc_status_msg(status: u32) -> &'static CStr {
-    // SAFETY: `ib_wc_status_msg` takes any value and returns a static NUL-terminated string.
-    unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(status)) }
 }

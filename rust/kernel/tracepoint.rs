@@ -6,9 +6,9 @@
 //! into tracepoints by a C file of the module that defines `CREATE_TRACE_POINTS` before
 //! including it. For each event `E` that file also defines `void rust_do_trace_E(args)`,
 //! which calls `trace_E(args)`, and the header declares it, so that bindgen sees it (the header
-//! is included by `rust/bindings/bindings_helper.h`). [`declare_trace!`] then gives the Rust
-//! code a safe function per event. When the event is off the cost is the call into that
-//! function and the tracepoint's static branch.
+//! is included by `rust/bindings/bindings_helper.h`). [`declare_trace!`](crate::declare_trace)
+//! then gives the Rust code a safe function per event. When the event is off the cost is the
+//! call into that function and the tracepoint's static branch.
 //!
 //! C header: [`include/linux/tracepoint.h`](srctree/include/linux/tracepoint.h).
 

@@ -126,10 +126,16 @@ struct srdma_create_cq_resp {
 #define SRDMA_WQE_FENCE		(1 << 2)	/* wait for earlier RDMA reads and atomics */
 #define SRDMA_WQE_INLINE	(1 << 3)	/* the data area holds the payload itself */
 
+/*
+ * The opcode of a fast registration, IB_WR_REG_MR: kernel callers' QPs carry it in their
+ * rings, and a user WQE with it completes in error. It has no ib_uverbs_wr_opcode number.
+ */
+#define SRDMA_KERNEL_WR_REG_MR 0x20
+
 /* The control segment that starts every SQ WQE. */
 struct srdma_wqe_ctrl {
 	__aligned_u64 wr_id;
-	__u8 opcode;		/* enum ib_uverbs_wr_opcode */
+	__u8 opcode;		/* enum ib_uverbs_wr_opcode, or SRDMA_KERNEL_WR_REG_MR */
 	__u8 flags;		/* SRDMA_WQE_* */
 	__u16 num_sge;		/* SGEs in the data area; 0 with SRDMA_WQE_INLINE */
 	__u32 inline_len;	/* payload bytes with SRDMA_WQE_INLINE */
@@ -197,6 +203,11 @@ struct srdma_rq_wqe_hdr {
 	__u32 reserved;
 };
 
+/* Flags of a CQE (struct srdma_cqe.wc_flags): the values of rdma-core's enum ibv_wc_flags. */
+#define SRDMA_CQE_GRH		(1 << 0)	/* the receive buffer starts with a GRH */
+#define SRDMA_CQE_WITH_IMM	(1 << 1)	/* imm_data holds immediate data */
+#define SRDMA_CQE_WITH_INV	(1 << 3)	/* imm_data holds the invalidated rkey */
+
 /* The owner word of a CQE: bit 0 is the phase of the ring pass that wrote it. */
 #define SRDMA_CQE_OWNER_PHASE 1
 
@@ -215,7 +226,7 @@ struct srdma_cqe {
 	__u32 imm_data;		/* network order, or the invalidated rkey */
 	__u32 qp_num;
 	__u32 src_qp;
-	__u32 wc_flags;		/* enum ibv_wc_flags values */
+	__u32 wc_flags;		/* SRDMA_CQE_* */
 	__u16 pkey_index;
 	__u16 slid;
 	__u8 sl;

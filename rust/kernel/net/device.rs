@@ -29,7 +29,7 @@ impl HwType {
 ///
 /// Wraps the kernel's [`struct net_device`]. References to it are only handed out while the
 /// device is known to be alive: inside a callback that the networking core makes for it, or
-/// behind an [`ARef`](crate::types::ARef) that holds a `dev_hold` reference.
+/// behind an [`ARef`] that holds a `dev_hold` reference.
 ///
 /// # Invariants
 ///
@@ -61,25 +61,26 @@ unsafe impl AlwaysRefCounted for Device {
 }
 
 impl Device {
-    /// Returns the device of namespace `net` that has the IP address of `gid`: an IPv4-mapped
-    /// IPv6 address means the IPv4 address, anything else the IPv6 address.
-    pub fn find_by_ip(
+    /// Returns the device of namespace `net` that has the local address `addr` (`ip_dev_find`,
+    /// `ipv6_dev_find`), holding a reference to it.
+    pub fn find_by_addr(
         net: &super::namespace::Net,
-        gid: &[u8; 16],
+        addr: super::ip::Addr,
     ) -> Option<crate::types::ARef<Self>> {
-        const V4_MAPPED: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
         // The namespace is alive (its invariant) for the lookups below.
         let net = net.as_raw();
-        let dev = if gid[..12] == V4_MAPPED {
-            let addr = u32::from_ne_bytes([gid[12], gid[13], gid[14], gid[15]]);
-            // SAFETY: Looks the address up; the result is held or null.
-            unsafe { bindings::ip_dev_find(net, addr) }
-        } else {
-            // SAFETY: `in6_addr` is 16 bytes of any value; the helper returns a held device or
-            // null.
-            unsafe {
-                let addr: bindings::in6_addr = core::mem::transmute(*gid);
-                bindings::ipv6_dev_find_hold(net, &addr)
+        let dev = match addr {
+            super::ip::Addr::V4(a) => {
+                // SAFETY: Looks the address up; the result is held or null.
+                unsafe { bindings::ip_dev_find(net, u32::from_ne_bytes(a)) }
+            }
+            super::ip::Addr::V6(a) => {
+                // SAFETY: `in6_addr` is 16 bytes of any value; the helper returns a held device
+                // or null.
+                unsafe {
+                    let a: bindings::in6_addr = core::mem::transmute(a);
+                    bindings::ipv6_dev_find_hold(net, &a)
+                }
             }
         };
         // SAFETY: A non-null result carries a reference that the `ARef` now owns.

@@ -107,7 +107,7 @@ const USER: u32 = 2;
 ///
 /// # Invariants
 ///
-/// While `state` has [`REGISTERED`] set or counts users, `ops` is registered with
+/// While `state` has `REGISTERED` set or counts users, `ops` is registered with
 /// `register_pernet_subsys`, so every live namespace has an initialised `T` in its generic
 /// slot `id`.
 pub struct Pernet<T: PernetData> {

@@ -200,28 +200,141 @@ impl NotifyFlags {
     }
 }
 
-/// Work completion flags of kernel CQs (`enum ib_wc_flags`), which differ from the user ABI's.
-pub mod wc_flags {
-    use crate::bindings;
-    /// The receive buffer starts with a GRH.
-    pub const GRH: u32 = bindings::ib_wc_flags_IB_WC_GRH;
-    /// `ex` holds immediate data.
-    pub const WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
-    /// `ex` holds an invalidated rkey.
-    pub const WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
-    /// `network_hdr_type` is valid.
-    pub const WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
+super::typed::flag_set! {
+    /// Flags of a kernel caller's work completion (`enum ib_wc_flags`); numbered unlike the
+    /// user ABI's `enum ibv_wc_flags`.
+    pub struct WcFlags(u32) {
+        /// The receive buffer starts with a GRH.
+        const GRH = bindings::ib_wc_flags_IB_WC_GRH;
+        /// `ex` holds immediate data.
+        const WITH_IMM = bindings::ib_wc_flags_IB_WC_WITH_IMM;
+        /// `ex` holds an invalidated rkey.
+        const WITH_INVALIDATE = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+        /// `network_hdr_type` is valid.
+        const WITH_NETWORK_HDR_TYPE = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
+    }
+}
+
+super::typed::c_enum! {
+    /// The status of a work completion (`enum ib_wc_status`); the user ABI's `enum
+    /// ibv_wc_status` has the same numbers.
+    pub enum WcStatus: u32 {
+        /// The work request completed.
+        Success = bindings::ib_wc_status_IB_WC_SUCCESS,
+        /// A length did not fit: a receive buffer too small, a message over the MTU of a UD QP.
+        LocLenErr = bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+        /// The work request was inconsistent with the QP.
+        LocQpOpErr = bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+        /// An end-to-end context operation failed (reliable datagrams).
+        LocEecOpErr = bindings::ib_wc_status_IB_WC_LOC_EEC_OP_ERR,
+        /// A local key did not allow the access.
+        LocProtErr = bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
+        /// The QP went into the error state before the work request was carried out.
+        WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+        /// A memory window bind failed.
+        MwBindErr = bindings::ib_wc_status_IB_WC_MW_BIND_ERR,
+        /// The responder's answer made no sense.
+        BadRespErr = bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
+        /// A local access to memory failed.
+        LocAccessErr = bindings::ib_wc_status_IB_WC_LOC_ACCESS_ERR,
+        /// The responder found the request invalid.
+        RemInvReqErr = bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+        /// The responder's memory key did not allow the access.
+        RemAccessErr = bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+        /// The responder could not carry the request out.
+        RemOpErr = bindings::ib_wc_status_IB_WC_REM_OP_ERR,
+        /// The transport retried as often as the QP allows.
+        RetryExcErr = bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
+        /// The responder refused as often as the QP's RNR retry count allows.
+        RnrRetryExcErr = bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+        /// Reliable datagram domain violation.
+        LocRddViolErr = bindings::ib_wc_status_IB_WC_LOC_RDD_VIOL_ERR,
+        /// The responder found an RDMA READ request invalid.
+        RemInvRdReqErr = bindings::ib_wc_status_IB_WC_REM_INV_RD_REQ_ERR,
+        /// The responder aborted the operation.
+        RemAbortErr = bindings::ib_wc_status_IB_WC_REM_ABORT_ERR,
+        /// Invalid end-to-end context number.
+        InvEecnErr = bindings::ib_wc_status_IB_WC_INV_EECN_ERR,
+        /// Invalid end-to-end context state.
+        InvEecStateErr = bindings::ib_wc_status_IB_WC_INV_EEC_STATE_ERR,
+        /// The device failed.
+        FatalErr = bindings::ib_wc_status_IB_WC_FATAL_ERR,
+        /// The response did not come in time.
+        RespTimeoutErr = bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR,
+        /// Any other error.
+        GeneralErr = bindings::ib_wc_status_IB_WC_GENERAL_ERR,
+    }
+}
+
+impl WcStatus {
+    /// What ib_core calls the status (`ib_wc_status_msg`), as users see it in logs and in
+    /// `ibv_wc_status_str`.
+    ///
+    /// ```
+    /// use kernel::rdma::cq::WcStatus;
+    ///
+    /// assert_eq!(WcStatus::LocProtErr.msg().as_bytes(), b"local protection error");
+    /// ```
+    pub fn msg(self) -> &'static CStr {
+        // SAFETY: `ib_wc_status_msg` takes any value and returns a static NUL-terminated
+        // string.
+        unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(self as u32)) }
+    }
+}
+
+super::typed::c_enum! {
+    /// The operation a work completion reports (`enum ib_wc_opcode`); the user ABI's `enum
+    /// ibv_wc_opcode` has the same numbers for the operations it has.
+    pub enum WcOpcode: u32 {
+        /// A SEND of any kind.
+        Send = bindings::ib_wc_opcode_IB_WC_SEND,
+        /// An RDMA WRITE, with or without immediate data.
+        RdmaWrite = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        /// An RDMA READ.
+        RdmaRead = bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+        /// A compare and swap.
+        CompSwap = bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+        /// A fetch and add.
+        FetchAdd = bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
+        /// A memory window bind.
+        BindMw = bindings::ib_wc_opcode_IB_WC_BIND_MW,
+        /// A local invalidation.
+        LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+        /// A segmentation-offloaded send.
+        Lso = bindings::ib_wc_opcode_IB_WC_LSO,
+        /// An RDMA ATOMIC WRITE.
+        AtomicWrite = bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
+        /// A fast registration (kernel callers only).
+        RegMr = bindings::ib_wc_opcode_IB_WC_REG_MR,
+        /// A masked compare and swap.
+        MaskedCompSwap = bindings::ib_wc_opcode_IB_WC_MASKED_COMP_SWAP,
+        /// A masked fetch and add.
+        MaskedFetchAdd = bindings::ib_wc_opcode_IB_WC_MASKED_FETCH_ADD,
+        /// A flush.
+        Flush = bindings::ib_wc_opcode_IB_WC_FLUSH,
+        /// A receive.
+        Recv = bindings::ib_wc_opcode_IB_WC_RECV,
+        /// A receive of an RDMA WRITE with immediate data.
+        RecvRdmaWithImm = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+    }
+}
+
+impl WcOpcode {
+    /// Whether the completion is of a receive (`opcode & IB_WC_RECV` in C).
+    pub fn is_recv(self) -> bool {
+        self as u32 & Self::Recv as u32 != 0
+    }
 }
 
 /// A work completion for a kernel caller (`struct ib_wc`).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Wc {
     /// The work request's `wr_id` (or `wr_cqe`, which shares its storage).
     pub wr_id: u64,
-    /// `enum ib_wc_status`.
-    pub status: u32,
-    /// `enum ib_wc_opcode`.
-    pub opcode: u32,
+    /// The status.
+    pub status: WcStatus,
+    /// The operation.
+    pub opcode: WcOpcode,
     /// Vendor error syndrome.
     pub vendor_err: u32,
     /// Bytes received (with the GRH area for UD).
@@ -232,8 +345,8 @@ pub struct Wc {
     pub ex: u32,
     /// Source QP number of a UD receive.
     pub src_qp: u32,
-    /// `enum ib_wc_flags` ([`wc_flags`]).
-    pub wc_flags: u32,
+    /// The flags.
+    pub wc_flags: WcFlags,
     /// P_Key index of a UD receive.
     pub pkey_index: u16,
     /// Source LID.
@@ -277,14 +390,14 @@ impl<'a> WcWriter<'a> {
         // SAFETY: `ib_wc` is plain data (pointers, integers, unions), for which zero is valid.
         *out = unsafe { core::mem::zeroed() };
         out.__bindgen_anon_1.wr_id = c.wr_id;
-        out.status = c.status;
-        out.opcode = c.opcode;
+        out.status = c.status as u32;
+        out.opcode = c.opcode as u32;
         out.vendor_err = c.vendor_err;
         out.byte_len = c.byte_len;
         out.qp = c.qp.map_or(core::ptr::null_mut(), |q| q.0.as_ptr());
         out.ex.imm_data = c.ex;
         out.src_qp = c.src_qp;
-        out.wc_flags = c.wc_flags as i32;
+        out.wc_flags = c.wc_flags.bits() as i32;
         out.pkey_index = c.pkey_index;
         out.slid = c.slid;
         out.sl = c.sl;

@@ -65,6 +65,17 @@ unsafe impl<T: Driver> Send for Device<T> {}
 // are safe to call concurrently.
 unsafe impl<T: Driver> Sync for Device<T> {}
 
+super::typed::c_enum! {
+    /// What kind of node a device is (`RDMA_NODE_*`): ib_core derives the device's transport
+    /// from it (InfiniBand, which RoCE is too, or iWARP).
+    pub enum NodeType: u32 {
+        /// A channel adapter: an InfiniBand or RoCE device.
+        IbCa = bindings::RDMA_NODE_IB_CA,
+        /// An iWARP RDMA NIC.
+        Rnic = bindings::RDMA_NODE_RNIC,
+    }
+}
+
 /// Port events a driver reports to ib_core and its clients.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PortEvent {
@@ -109,7 +120,7 @@ impl<T: Driver> Device<T> {
         // SAFETY: `ibdev` is a valid, unregistered device; `ib_set_device_ops` copies the table.
         unsafe {
             bindings::ib_set_device_ops(ibdev, &ops);
-            (*ibdev).node_type = bindings::RDMA_NODE_IB_CA as u8;
+            (*ibdev).node_type = T::NODE_TYPE as u8;
             (*ibdev).phys_port_cnt = 1;
             (*ibdev).num_comp_vectors = 1;
             // The legacy write command that a doorbell kick uses is off by default.
@@ -335,11 +346,9 @@ impl<T: Driver> Unregistered<T> {
     /// under its PCI device), so that `/sys/class/infiniband/NAME/device` leads to it and to
     /// the network interfaces beside it. DMA is not affected.
     pub fn set_parent(&mut self, parent: ARef<device::Device>) {
-        // SAFETY: We own the unregistered device (type invariant); `dev` is the member of the
-        // anonymous union that ib_core uses as the device's `struct device`. `parent` stays
-        // valid while it is stored (the `ARef` in `self.parent`), and registration takes its
-        // own reference.
-        unsafe { (*self.raw()).__bindgen_anon_1.dev.parent = parent.as_raw() };
+        // SAFETY: We own the unregistered device (type invariant). `parent` stays valid while
+        // it is stored (the `ARef` in `self.parent`), and registration takes its own reference.
+        unsafe { bindings::ib_device_set_parent(self.raw(), parent.as_raw()) };
         self.parent = Some(parent);
     }
 

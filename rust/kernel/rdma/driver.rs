@@ -9,8 +9,8 @@ use super::{
     attr::{DeviceAttr, LinkLayer, PortAttr, PortImmutable},
     counter::Counter,
     cq::{Cq, CqEvents, CqInitAttr, CqModeration, NotifyFlags, WcWriter},
-    device::Device,
-    mr::{Mr, MrCreated, SgMapper, UserRegion},
+    device::{Device, NodeType},
+    mr::{Access, Mr, MrCreated, SgMapper, UserRegion},
     mw::{Mw, MwType},
     pd::Pd,
     qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpQuery},
@@ -30,6 +30,78 @@ use core::marker::PhantomData;
 /// The implementing type is the driver's per-device data, reached from a [`Device<Self>`] by
 /// dereference. Optional operations that the driver does not implement are left out of the C
 /// operations table, so ib_core sees them as unsupported.
+///
+/// # Examples
+///
+/// A driver whose devices have one RoCE port and offer protection domains and nothing else;
+/// `probe` allocates a device and registers it.
+///
+/// ```
+/// use kernel::{c_str, prelude::*};
+/// use kernel::rdma::{
+///     attr::{core_caps, DeviceAttr, Mtu, PhysState, PortAttr, PortImmutable, PortState},
+///     device::NodeType,
+///     ucontext::User,
+///     Device, Driver, DriverId,
+/// };
+///
+/// struct Toy;
+///
+/// #[vtable]
+/// impl Driver for Toy {
+///     const DRIVER_ID: DriverId = DriverId::SRDMA;
+///     const UVERBS_ABI_VERSION: u32 = 1;
+///     const NODE_TYPE: NodeType = NodeType::IbCa;
+///     type Ucontext = ();
+///     type Pd = ();
+///     type Cq = ();
+///     type Qp = ();
+///     type Mr = ();
+///     type Srq = ();
+///     type Ah = ();
+///     type Mw = ();
+///
+///     fn query_device(_dev: &Device<Self>) -> Result<DeviceAttr> {
+///         Ok(DeviceAttr { max_pd: 16, ..Default::default() })
+///     }
+///
+///     fn query_port(_dev: &Device<Self>, _port: u32) -> Result<PortAttr> {
+///         Ok(PortAttr {
+///             state: PortState::Down,
+///             phys_state: PhysState::Disabled,
+///             max_mtu: Mtu::Mtu1024,
+///             active_mtu: Mtu::Mtu1024,
+///             phys_mtu: 1500,
+///             gid_tbl_len: 1,
+///             ip_gids: true,
+///             port_cap_flags: 0,
+///             max_msg_sz: 1 << 20,
+///             pkey_tbl_len: 1,
+///             active_width: 1,
+///             active_speed: 1,
+///             max_vl_num: 1,
+///         })
+///     }
+///
+///     fn port_immutable(_dev: &Device<Self>, _port: u32) -> Result<PortImmutable> {
+///         Ok(PortImmutable {
+///             pkey_tbl_len: 1,
+///             gid_tbl_len: 1,
+///             core_cap_flags: core_caps::ROCE_UDP_ENCAP,
+///             max_mad_size: 0,
+///         })
+///     }
+///
+///     fn alloc_pd(_dev: &Device<Self>, _user: Option<User<'_, Self>>) -> Result<()> {
+///         Ok(())
+///     }
+/// }
+///
+/// fn probe(module: &'static ThisModule) -> Result {
+///     Device::alloc(module, Toy)?.register(c_str!("toy%d"))
+/// }
+/// # let _ = probe;
+/// ```
 #[vtable]
 pub trait Driver: Sized + Send + Sync + 'static {
     /// The driver ID reported to userspace; rdma-core matches providers by it.
@@ -37,6 +109,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// The version of the driver's user ABI (its uapi header), checked by its provider.
     const UVERBS_ABI_VERSION: u32;
+
+    /// The kind of node the driver's devices are.
+    const NODE_TYPE: NodeType;
 
     /// The driver's data of a user context.
     type Ucontext: Send + Sync;
@@ -223,7 +298,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// ([`Driver::map_mr_sg`]) and make it usable with an `IB_WR_REG_MR` work request.
     ///
     /// Only called for devices with virtual DMA; the pages arrive as
-    /// [`KernelBuf`](mr::KernelBuf)s.
+    /// [`KernelBuf`](super::mr::KernelBuf)s.
     fn alloc_fast_mr(_pd: &Pd<Self>, _max_num_sg: u32) -> Result<MrCreated<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -253,8 +328,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Creates the memory region of all kernel memory for kernel callers (`get_dma_mr`).
     ///
     /// Only called for devices with virtual DMA: the memory its SGEs name arrives with the
-    /// work requests, as [`KernelBuf`](mr::KernelBuf)s.
-    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<MrCreated<Self::Mr>> {
+    /// work requests, as [`KernelBuf`](super::mr::KernelBuf)s.
+    fn get_dma_mr(_pd: &Pd<Self>, _access: Access) -> Result<MrCreated<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

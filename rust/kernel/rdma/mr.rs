@@ -20,22 +20,31 @@ use core::{
     sync::atomic::{AtomicPtr, Ordering},
 };
 
-/// Access rights of a memory region (`IB_ACCESS_*`).
-pub mod access {
-    /// The local device may write to the region.
-    pub const LOCAL_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-    /// Peers may write to the region with RDMA writes.
-    pub const REMOTE_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-    /// Peers may read the region with RDMA reads.
-    pub const REMOTE_READ: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
-    /// Peers may use atomic operations on the region.
-    pub const REMOTE_ATOMIC: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    /// Flags a device may ignore (`IB_ACCESS_OPTIONAL`, such as relaxed ordering).
-    pub const OPTIONAL: u32 = crate::bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
-    /// Memory windows may be bound to the region.
-    pub const MW_BIND: u32 = crate::bindings::ib_access_flags_IB_ACCESS_MW_BIND;
-    /// Addresses in the region (or window) count from 0 rather than from its start address.
-    pub const ZERO_BASED: u32 = crate::bindings::ib_access_flags_IB_ZERO_BASED;
+super::typed::flag_set! {
+    /// Access rights of a memory region or window (`enum ib_access_flags`).
+    pub struct Access(u32) {
+        /// The local device may write to the region.
+        const LOCAL_WRITE = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+        /// Peers may write to the region with RDMA writes.
+        const REMOTE_WRITE = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+        /// Peers may read the region with RDMA reads.
+        const REMOTE_READ = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+        /// Peers may use atomic operations on the region.
+        const REMOTE_ATOMIC = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        /// Memory windows may be bound to the region.
+        const MW_BIND = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+        /// Addresses in the region (or window) count from 0 rather than from its start address.
+        const ZERO_BASED = bindings::ib_access_flags_IB_ZERO_BASED;
+        /// Flags a device may ignore (`IB_ACCESS_OPTIONAL`, such as relaxed ordering).
+        const OPTIONAL = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+    }
+}
+
+impl Access {
+    /// The rights ib_core passes in a C `int`.
+    pub(crate) fn from_c(raw: crate::ffi::c_int) -> Self {
+        Self::from_bits_retain(raw as u32)
+    }
 }
 
 /// User memory pinned for a memory region.
@@ -64,7 +73,7 @@ unsafe impl Sync for Umem {}
 
 impl Umem {
     /// Pins `len` bytes of the calling process's memory at `addr` for access `access`.
-    pub fn get<T: Driver>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
+    pub fn get<T: Driver>(dev: &Device<T>, addr: u64, len: u64, access: Access) -> Result<Self> {
         let start = usize::try_from(addr).map_err(|_| EINVAL)?;
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         let offset = start % PAGE_SIZE;
@@ -74,7 +83,7 @@ impl Umem {
         // SAFETY: The device is valid; `ib_umem_get` checks the range against the caller's
         // address space and returns a umem or an error pointer.
         let raw = from_err_ptr(unsafe {
-            bindings::ib_umem_get(dev.as_raw(), start as _, len, access as i32)
+            bindings::ib_umem_get(dev.as_raw(), start as _, len, access.bits() as i32)
         })?;
         // SAFETY: `from_err_ptr` passed, so the pointer is valid and not null.
         let ptr = unsafe { NonNull::new_unchecked(raw) };
@@ -293,8 +302,8 @@ pub struct UserRegion {
     pub length: u64,
     /// The I/O virtual address peers use for the start.
     pub iova: u64,
-    /// `IB_ACCESS_*` rights.
-    pub access: u32,
+    /// The rights asked for, unknown ones included.
+    pub access: Access,
 }
 
 /// What the driver returns for a new memory region: its data and keys.
@@ -316,7 +325,7 @@ type SetPage<'a> = &'a mut dyn FnMut(KernelBuf) -> Result;
 /// # Invariants
 ///
 /// A `&Mr<T>` is only handed out while the MR is alive with `data` initialised. `set_page` is
-/// null or points to the [`SetPage`] of the [`SgMapper::map`] call that is running on the MR.
+/// null or points to the `SetPage` of the [`SgMapper::map`] call that is running on the MR.
 #[repr(C)]
 pub struct Mr<T: Driver> {
     ib: Opaque<bindings::ib_mr>,
@@ -526,7 +535,7 @@ impl<T: Driver> Adapter<T> {
                 start,
                 length,
                 iova,
-                access: access as u32,
+                access: Access::from_c(access),
             };
             Mr::<T>::into_raw(T::reg_user_mr(pd, &region, user)?)
         };
@@ -546,7 +555,7 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: A live PD of `T`.
         let pd = unsafe { Pd::<T>::from_raw(ibpd) };
         let created = if uses_virt_dma(pd.device()) {
-            T::get_dma_mr(pd, access as u32)
+            T::get_dma_mr(pd, Access::from_c(access))
         } else {
             Err(EOPNOTSUPP)
         };

@@ -7,6 +7,7 @@
 use super::{
     cq::Cq,
     driver::{Adapter, Driver},
+    mr::Access,
     pd::Pd,
     srq::Srq,
     ucontext::User,
@@ -194,9 +195,14 @@ impl AhAttr {
         if a.type_ != bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE {
             return None;
         }
-        // SAFETY: Every `ib_gid` bit pattern is a valid byte array; for RoCE attributes the
-        // `roce` member of the union is the active one.
-        let (dgid, dmac) = unsafe { (a.grh.dgid.raw, a.__bindgen_anon_1.roce.dmac) };
+        // SAFETY: Every `ib_gid` bit pattern is a valid byte array.
+        let dgid = unsafe { a.grh.dgid.raw };
+        // SAFETY: `a` is a valid RoCE address vector; the helper only computes the address of
+        // its MAC, which is non-null for that type and valid for reads of 6 bytes while `a` is.
+        let dmac = unsafe {
+            let p = bindings::rdma_ah_retrieve_dmac(core::ptr::from_ref(a).cast_mut());
+            p.cast::<[u8; 6]>().read()
+        };
         Some(Self {
             dgid,
             flow_label: a.grh.flow_label,
@@ -223,7 +229,13 @@ impl AhAttr {
         a.sl = self.sl;
         a.static_rate = self.static_rate;
         a.port_num = self.port_num;
-        a.__bindgen_anon_1.roce.dmac = self.dmac;
+        // SAFETY: `a` is a RoCE address vector now, so the helper returns the address of its
+        // 6-byte MAC, valid for writes as `a` is.
+        unsafe {
+            bindings::rdma_ah_retrieve_dmac(a)
+                .cast::<[u8; 6]>()
+                .write(self.dmac)
+        };
     }
 }
 
@@ -244,8 +256,8 @@ pub struct QpAttr {
     pub sq_psn: u32,
     /// Destination QP number for connected QPs.
     pub dest_qp_num: u32,
-    /// `IB_ACCESS_REMOTE_*` rights of incoming RDMA.
-    pub qp_access_flags: u32,
+    /// The rights of incoming RDMA (`REMOTE_*` of [`Access`]).
+    pub qp_access_flags: Access,
     /// Queue capacities.
     pub cap: QpCap,
     /// Primary path for connected QPs.
@@ -272,77 +284,71 @@ pub struct QpAttr {
     pub rnr_retry: u8,
 }
 
-/// Which attributes of a [`QpAttr`] a modify or query concerns (`enum ib_qp_attr_mask`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QpAttrMask(pub u32);
-
-impl QpAttrMask {
-    /// `IB_QP_STATE`.
-    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
-    /// `IB_QP_CUR_STATE`.
-    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
-    /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
-    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
-    /// `IB_QP_ACCESS_FLAGS`.
-    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-    /// `IB_QP_PKEY_INDEX`.
-    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
-    /// `IB_QP_PORT`.
-    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
-    /// `IB_QP_QKEY`.
-    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
-    /// `IB_QP_AV`.
-    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
-    /// `IB_QP_PATH_MTU`.
-    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
-    /// `IB_QP_TIMEOUT`.
-    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
-    /// `IB_QP_RETRY_CNT`.
-    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
-    /// `IB_QP_RNR_RETRY`.
-    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
-    /// `IB_QP_RQ_PSN`.
-    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
-    /// `IB_QP_MAX_QP_RD_ATOMIC`.
-    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    /// `IB_QP_ALT_PATH`.
-    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
-    /// `IB_QP_MIN_RNR_TIMER`.
-    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-    /// `IB_QP_SQ_PSN`.
-    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
-    /// `IB_QP_MAX_DEST_RD_ATOMIC`.
-    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
-    /// `IB_QP_PATH_MIG_STATE`.
-    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
-    /// `IB_QP_CAP`.
-    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
-    /// `IB_QP_DEST_QPN`.
-    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
-    /// `IB_QP_RATE_LIMIT`.
-    pub const RATE_LIMIT: u32 = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
-
-    /// Returns whether every bit of `bits` is set.
-    pub fn has(self, bits: u32) -> bool {
-        self.0 & bits == bits
+super::typed::flag_set! {
+    /// Which attributes of a [`QpAttr`] a modify or query concerns (`enum ib_qp_attr_mask`).
+    pub struct QpAttrMask(u32) {
+        /// `IB_QP_STATE`.
+        const STATE = bindings::ib_qp_attr_mask_IB_QP_STATE;
+        /// `IB_QP_CUR_STATE`.
+        const CUR_STATE = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+        /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
+        const EN_SQD_ASYNC_NOTIFY = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+        /// `IB_QP_ACCESS_FLAGS`.
+        const ACCESS_FLAGS = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+        /// `IB_QP_PKEY_INDEX`.
+        const PKEY_INDEX = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+        /// `IB_QP_PORT`.
+        const PORT = bindings::ib_qp_attr_mask_IB_QP_PORT;
+        /// `IB_QP_QKEY`.
+        const QKEY = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+        /// `IB_QP_AV`.
+        const AV = bindings::ib_qp_attr_mask_IB_QP_AV;
+        /// `IB_QP_PATH_MTU`.
+        const PATH_MTU = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+        /// `IB_QP_TIMEOUT`.
+        const TIMEOUT = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+        /// `IB_QP_RETRY_CNT`.
+        const RETRY_CNT = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+        /// `IB_QP_RNR_RETRY`.
+        const RNR_RETRY = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+        /// `IB_QP_RQ_PSN`.
+        const RQ_PSN = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+        /// `IB_QP_MAX_QP_RD_ATOMIC`.
+        const MAX_QP_RD_ATOMIC = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+        /// `IB_QP_ALT_PATH`.
+        const ALT_PATH = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+        /// `IB_QP_MIN_RNR_TIMER`.
+        const MIN_RNR_TIMER = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+        /// `IB_QP_SQ_PSN`.
+        const SQ_PSN = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+        /// `IB_QP_MAX_DEST_RD_ATOMIC`.
+        const MAX_DEST_RD_ATOMIC = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+        /// `IB_QP_PATH_MIG_STATE`.
+        const PATH_MIG_STATE = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+        /// `IB_QP_CAP`.
+        const CAP = bindings::ib_qp_attr_mask_IB_QP_CAP;
+        /// `IB_QP_DEST_QPN`.
+        const DEST_QPN = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+        /// `IB_QP_RATE_LIMIT`.
+        const RATE_LIMIT = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
     }
 }
 
 impl QpAttr {
     pub(crate) fn from_raw(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Option<Self> {
         let state = |raw| QpState::from_raw(raw).unwrap_or(QpState::Err);
-        let ah_attr = if mask.has(QpAttrMask::AV) {
+        let ah_attr = if mask.contains(QpAttrMask::AV) {
             AhAttr::from_raw(&a.ah_attr)?
         } else {
             AhAttr::default()
         };
         Some(Self {
-            qp_state: if mask.has(QpAttrMask::STATE) {
+            qp_state: if mask.contains(QpAttrMask::STATE) {
                 QpState::from_raw(a.qp_state)?
             } else {
                 state(a.qp_state)
             },
-            cur_qp_state: if mask.has(QpAttrMask::CUR_STATE) {
+            cur_qp_state: if mask.contains(QpAttrMask::CUR_STATE) {
                 QpState::from_raw(a.cur_qp_state)?
             } else {
                 state(a.cur_qp_state)
@@ -352,7 +358,7 @@ impl QpAttr {
             rq_psn: a.rq_psn,
             sq_psn: a.sq_psn,
             dest_qp_num: a.dest_qp_num,
-            qp_access_flags: a.qp_access_flags as u32,
+            qp_access_flags: Access::from_c(a.qp_access_flags),
             cap: QpCap::from_raw(&a.cap),
             ah_attr,
             pkey_index: a.pkey_index,
@@ -376,7 +382,7 @@ impl QpAttr {
         a.rq_psn = self.rq_psn;
         a.sq_psn = self.sq_psn;
         a.dest_qp_num = self.dest_qp_num;
-        a.qp_access_flags = self.qp_access_flags as i32;
+        a.qp_access_flags = self.qp_access_flags.bits() as i32;
         self.cap.write_raw(&mut a.cap);
         self.ah_attr.write_raw(&mut a.ah_attr);
         a.pkey_index = self.pkey_index;
@@ -396,7 +402,7 @@ impl QpAttr {
 /// with exactly the attributes in `mask` (`ib_modify_qp_is_ok`).
 pub fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
     // SAFETY: A pure function of its arguments.
-    unsafe { bindings::ib_modify_qp_is_ok(cur as u32, next as u32, qp_type.as_raw(), mask.0) }
+    unsafe { bindings::ib_modify_qp_is_ok(cur as u32, next as u32, qp_type.as_raw(), mask.bits()) }
 }
 
 /// What [`Driver::create_qp`] returns: the driver's data, the QP number it chose and the
@@ -551,7 +557,7 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: A live QP of `T`.
             let q = unsafe { Qp::<T>::from_raw(ibqp) };
-            let mask = QpAttrMask(mask as u32);
+            let mask = QpAttrMask::from_bits_retain(mask as u32);
             // SAFETY: `attr` is valid for the call.
             let attr = QpAttr::from_raw(unsafe { &*attr }, mask).ok_or(EINVAL)?;
             // SAFETY: `udata` is null or valid for the call.
@@ -573,7 +579,7 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: A live QP of `T`.
             let q = unsafe { Qp::<T>::from_raw(ibqp) };
-            let found = T::query_qp(q, QpAttrMask(mask as u32))?;
+            let found = T::query_qp(q, QpAttrMask::from_bits_retain(mask as u32))?;
             // SAFETY: Both outputs are valid for writes.
             unsafe {
                 found.attr.write_raw(&mut *attr);

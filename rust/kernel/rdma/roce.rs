@@ -96,7 +96,7 @@ pub enum Operation {
     ReadResponseOnly = 0x10,
     /// An ACK or NAK.
     Acknowledge = 0x11,
-    /// The acknowledgement of an atomic, with the original value.
+    /// The acknowledgment of an atomic, with the original value.
     AtomicAcknowledge = 0x12,
     /// An atomic compare and swap.
     CompareSwap = 0x13,
@@ -427,7 +427,7 @@ pub struct Headers {
     pub atomic: Option<AtomicEth>,
     /// The ACK header.
     pub aeth: Option<Aeth>,
-    /// The original value of an atomic acknowledgement.
+    /// The original value of an atomic acknowledgment.
     pub atomic_ack: Option<u64>,
     /// Immediate data.
     pub imm: Option<u32>,

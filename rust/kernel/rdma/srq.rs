@@ -47,19 +47,13 @@ impl SrqAttr {
     }
 }
 
-/// Which attributes a modify concerns (`enum ib_srq_attr_mask`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SrqAttrMask(pub u32);
-
-impl SrqAttrMask {
-    /// Resize the SRQ (`IB_SRQ_MAX_WR`).
-    pub const MAX_WR: u32 = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
-    /// Arm the limit event (`IB_SRQ_LIMIT`).
-    pub const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
-
-    /// Returns whether every bit of `bits` is set.
-    pub fn has(self, bits: u32) -> bool {
-        self.0 & bits == bits
+super::typed::flag_set! {
+    /// Which attributes a modify concerns (`enum ib_srq_attr_mask`).
+    pub struct SrqAttrMask(u32) {
+        /// Resize the SRQ (`IB_SRQ_MAX_WR`).
+        const MAX_WR = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
+        /// Arm the limit event (`IB_SRQ_LIMIT`).
+        const LIMIT = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
     }
 }
 
@@ -239,7 +233,7 @@ impl<T: Driver> Adapter<T> {
             let attr = SrqAttr::from_raw(unsafe { &*attr });
             // SAFETY: `udata` is null or valid for the call.
             let udata = unsafe { UData::from_raw(udata) };
-            T::modify_srq(srq, &attr, SrqAttrMask(mask), udata)?;
+            T::modify_srq(srq, &attr, SrqAttrMask::from_bits_retain(mask), udata)?;
             Ok(0)
         })
     }

@@ -5,7 +5,7 @@
 //!
 //! A driver names its counters in a static table of [`Desc`]; ib_core allocates the values
 //! once per port (and once for the device) and asks the driver to fill them in
-//! ([`Driver::get_hw_stats`](super::Driver::get_hw_stats)) when someone reads them, at most
+//! ([`Driver::get_hw_stats`]) when someone reads them, at most
 //! once per lifespan (10 ms by default).
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).

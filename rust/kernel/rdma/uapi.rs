@@ -2,6 +2,13 @@
 
 //! The user ABI structures of RDMA drivers, as plain data that crosses the user boundary.
 //!
+//! A driver reads and writes these through [`FromBytes`] and [`AsBytes`], which only the
+//! kernel crate can implement for the `uapi` crate's types (the orphan rule), and implementing
+//! them is the unsafe promise that a structure has no padding and no invalid bit patterns. So
+//! the promise is made here, once per structure, against the header's own layout rules, and the
+//! drivers stay safe code; each Rust RDMA driver with a user ABI adds its structures here, as
+//! every driver's header is in `include/uapi/rdma/`.
+//!
 //! C header: [`include/uapi/rdma/srdma-abi.h`](srctree/include/uapi/rdma/srdma-abi.h).
 
 use crate::types::{AsBytes, FromBytes};
@@ -10,9 +17,10 @@ pub use crate::uapi::{
     srdma_alloc_ucontext_resp, srdma_cq_db, srdma_cqe, srdma_create_cq_resp, srdma_create_qp_resp,
     srdma_create_srq_resp, srdma_ctx_db, srdma_db_loc, srdma_qp_db, srdma_rq_wqe_hdr, srdma_sge,
     srdma_sq_wqe_hdr, srdma_wqe_bind, srdma_wqe_ctrl, srdma_wqe_remote, srdma_wqe_ud,
-    SRDMA_ABI_VERSION, SRDMA_CQE_OWNER_PHASE, SRDMA_CQE_SIZE, SRDMA_CQ_ARM_NEXT, SRDMA_CQ_ARM_NONE,
-    SRDMA_CQ_ARM_SOLICITED, SRDMA_CTX_NEED_WAKEUP, SRDMA_DB_MODE_KICK, SRDMA_DB_MODE_POLL,
-    SRDMA_DB_PAGE_SIZE, SRDMA_DB_RECORD_SIZE, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
+    SRDMA_ABI_VERSION, SRDMA_CQE_GRH, SRDMA_CQE_OWNER_PHASE, SRDMA_CQE_SIZE, SRDMA_CQE_WITH_IMM,
+    SRDMA_CQE_WITH_INV, SRDMA_CQ_ARM_NEXT, SRDMA_CQ_ARM_NONE, SRDMA_CQ_ARM_SOLICITED,
+    SRDMA_CTX_NEED_WAKEUP, SRDMA_DB_MODE_KICK, SRDMA_DB_MODE_POLL, SRDMA_DB_PAGE_SIZE,
+    SRDMA_DB_RECORD_SIZE, SRDMA_KERNEL_WR_REG_MR, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
     SRDMA_SQ_WQE_HDR_SIZE, SRDMA_WQE_BB_SIZE, SRDMA_WQE_FENCE, SRDMA_WQE_INLINE,
     SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
 };

@@ -7,55 +7,147 @@
 
 use super::{
     ah::Ah,
+    cq::WcOpcode,
     driver::{Adapter, Driver},
-    mr::{self, KernelBuf, Mr},
+    mr::{self, Access, KernelBuf, Mr},
     qp::{self, Qp},
     srq::Srq,
 };
 use crate::{bindings, error::from_result, prelude::*};
 use core::marker::PhantomData;
 
-/// `enum ib_wr_opcode` values of kernel work requests.
-pub mod opcode {
-    use crate::bindings;
-    /// RDMA WRITE.
-    pub const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
-    /// RDMA WRITE with immediate data.
-    pub const RDMA_WRITE_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
-    /// SEND.
-    pub const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND;
-    /// SEND with immediate data.
-    pub const SEND_WITH_IMM: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
-    /// RDMA READ.
-    pub const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
-    /// Atomic compare and swap.
-    pub const ATOMIC_CMP_AND_SWP: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
-    /// Atomic fetch and add.
-    pub const ATOMIC_FETCH_AND_ADD: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
-    /// SEND that invalidates a memory window or fast-registered MR of the receiver.
-    pub const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
-    /// Invalidates a fast-registered MR (or memory window) of the sender.
-    pub const LOCAL_INV: u32 = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
-    /// Registers the pages mapped into a fast-register MR under a key (`struct ib_reg_wr`).
-    pub const REG_MR: u32 = bindings::ib_wr_opcode_IB_WR_REG_MR;
-    /// Writes eight bytes of remote memory in one indivisible store (IBA annex A19).
-    pub const ATOMIC_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE;
-    /// Binds a type 2 memory window: a user ABI opcode (`IB_UVERBS_WR_BIND_MW`) that kernel
-    /// callers have no `ib_wr_opcode` for.
-    pub const BIND_MW: u32 = bindings::ib_uverbs_wr_opcode_IB_UVERBS_WR_BIND_MW;
+super::typed::c_enum! {
+    /// The operation of a send work request (`enum ib_wr_opcode`).
+    ///
+    /// Up to [`Opcode::AtomicWrite`] the numbers are the user ABI's too (`enum
+    /// ib_uverbs_wr_opcode`), so a driver may decode the opcode of a WQE that userspace wrote with
+    /// [`Opcode::from_raw`] as well; the rest are the kernel's own.
+    pub enum Opcode: u32 {
+        /// RDMA WRITE.
+        RdmaWrite = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE,
+        /// RDMA WRITE with immediate data.
+        RdmaWriteWithImm = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+        /// SEND.
+        Send = bindings::ib_wr_opcode_IB_WR_SEND,
+        /// SEND with immediate data.
+        SendWithImm = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
+        /// RDMA READ.
+        RdmaRead = bindings::ib_wr_opcode_IB_WR_RDMA_READ,
+        /// Atomic compare and swap.
+        AtomicCmpAndSwp = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
+        /// Atomic fetch and add.
+        AtomicFetchAndAdd = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+        /// Binds a type 2 memory window (posted by userspace: kernel callers have no work request
+        /// struct for it).
+        BindMw = bindings::ib_wr_opcode_IB_WR_BIND_MW,
+        /// TCP segmentation offload of a UD send.
+        Lso = bindings::ib_wr_opcode_IB_WR_LSO,
+        /// SEND that invalidates a memory window or fast-registered MR of the receiver.
+        SendWithInv = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+        /// RDMA READ that invalidates the local MR it lands in.
+        RdmaReadWithInv = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV,
+        /// Invalidates a fast-registered MR (or memory window) of the sender.
+        LocalInv = bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
+        /// Masked compare and swap.
+        MaskedAtomicCmpAndSwp = bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+        /// Masked fetch and add.
+        MaskedAtomicFetchAndAdd = bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+        /// Flushes remote memory to its persistence domain.
+        Flush = bindings::ib_wr_opcode_IB_WR_FLUSH,
+        /// Writes eight bytes of remote memory in one indivisible store (IBA annex A19).
+        AtomicWrite = bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE,
+        /// Registers the pages mapped into a fast-register MR under a key (`struct ib_reg_wr`);
+        /// kernel callers only.
+        RegMr = bindings::ib_wr_opcode_IB_WR_REG_MR,
+        /// Registers an MR with signature (integrity) offload; kernel callers only.
+        RegMrIntegrity = bindings::ib_wr_opcode_IB_WR_REG_MR_INTEGRITY,
+    }
 }
 
-/// `enum ib_send_flags` values.
-pub mod send_flags {
-    use crate::bindings;
-    /// Fence: wait for earlier reads and atomics.
-    pub const FENCE: u32 = bindings::ib_send_flags_IB_SEND_FENCE as u32;
-    /// Write a completion.
-    pub const SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
-    /// The receiver's completion is solicited.
-    pub const SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
-    /// The payload is copied when posting; the SGEs are kernel virtual addresses.
-    pub const INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+impl Opcode {
+    /// The opcode of the completion of a work request with this opcode.
+    pub fn completion(self) -> WcOpcode {
+        match self {
+            Opcode::Send | Opcode::SendWithImm | Opcode::SendWithInv => WcOpcode::Send,
+            Opcode::RdmaWrite | Opcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+            Opcode::RdmaRead | Opcode::RdmaReadWithInv => WcOpcode::RdmaRead,
+            Opcode::AtomicCmpAndSwp => WcOpcode::CompSwap,
+            Opcode::AtomicFetchAndAdd => WcOpcode::FetchAdd,
+            Opcode::MaskedAtomicCmpAndSwp => WcOpcode::MaskedCompSwap,
+            Opcode::MaskedAtomicFetchAndAdd => WcOpcode::MaskedFetchAdd,
+            Opcode::BindMw => WcOpcode::BindMw,
+            Opcode::Lso => WcOpcode::Lso,
+            Opcode::LocalInv => WcOpcode::LocalInv,
+            Opcode::Flush => WcOpcode::Flush,
+            Opcode::AtomicWrite => WcOpcode::AtomicWrite,
+            Opcode::RegMr | Opcode::RegMrIntegrity => WcOpcode::RegMr,
+        }
+    }
+
+    /// Whether it is a SEND of any kind (it consumes a receive WQE of the peer).
+    pub fn is_send(self) -> bool {
+        matches!(self, Self::Send | Self::SendWithImm | Self::SendWithInv)
+    }
+
+    /// Whether it carries immediate data.
+    pub fn has_imm(self) -> bool {
+        matches!(self, Self::SendWithImm | Self::RdmaWriteWithImm)
+    }
+
+    /// Whether the device carries it out without the peer: a bind, an invalidation, a
+    /// registration.
+    pub fn is_local(self) -> bool {
+        matches!(
+            self,
+            Self::BindMw | Self::LocalInv | Self::RegMr | Self::RegMrIntegrity
+        )
+    }
+}
+
+super::typed::flag_set! {
+    /// Flags of a send work request (`enum ib_send_flags`).
+    pub struct SendFlags(u32) {
+        /// Fence: wait for earlier reads and atomics.
+        const FENCE = bindings::ib_send_flags_IB_SEND_FENCE;
+        /// Write a completion.
+        const SIGNALED = bindings::ib_send_flags_IB_SEND_SIGNALED;
+        /// The receiver's completion is solicited.
+        const SOLICITED = bindings::ib_send_flags_IB_SEND_SOLICITED;
+        /// The payload is copied when posting; the SGEs are kernel virtual addresses.
+        const INLINE = bindings::ib_send_flags_IB_SEND_INLINE;
+    }
+}
+
+/// The remote end of an RDMA WRITE or READ (`struct ib_rdma_wr`).
+#[derive(Clone, Copy, Debug)]
+pub struct RdmaTarget {
+    /// The peer's address.
+    pub remote_addr: u64,
+    /// The key of the peer's memory.
+    pub rkey: u32,
+}
+
+/// The operands of an atomic (`struct ib_atomic_wr`).
+#[derive(Clone, Copy, Debug)]
+pub struct AtomicArgs {
+    /// The peer's address of the eight bytes.
+    pub remote_addr: u64,
+    /// The value compared (compare and swap) or added (fetch and add).
+    pub compare_add: u64,
+    /// The value stored when the comparison holds.
+    pub swap: u64,
+    /// The key of the peer's memory.
+    pub rkey: u32,
+}
+
+/// A fast registration (`struct ib_reg_wr`).
+pub struct FastReg<'a, T: Driver> {
+    /// The MR whose mapped pages are registered.
+    pub mr: &'a Mr<T>,
+    /// The key the registration takes.
+    pub key: u32,
+    /// The rights it grants.
+    pub access: Access,
 }
 
 /// A scatter/gather entry (`struct ib_sge`) of a kernel caller's work request.
@@ -146,14 +238,14 @@ impl<'a, T: Driver> SendWr<'a, T> {
         unsafe { self.wr.__bindgen_anon_1.wr_id }
     }
 
-    /// `enum ib_wr_opcode` ([`opcode`]).
-    pub fn opcode(&self) -> u32 {
-        self.wr.opcode
+    /// The operation, or `None` for a number ib_core does not define.
+    pub fn opcode(&self) -> Option<Opcode> {
+        Opcode::from_raw(self.wr.opcode)
     }
 
-    /// `enum ib_send_flags` ([`send_flags`]).
-    pub fn send_flags(&self) -> u32 {
-        self.wr.send_flags as u32
+    /// The flags.
+    pub fn send_flags(&self) -> SendFlags {
+        SendFlags::from_bits_retain(self.wr.send_flags as u32)
     }
 
     /// Immediate data (network order) or the rkey to invalidate.
@@ -173,11 +265,11 @@ impl<'a, T: Driver> SendWr<'a, T> {
         unsafe { sge_at(self.wr.sg_list, self.wr.num_sge, i, self.virt) }
     }
 
-    /// The remote address and rkey of an RDMA WRITE or READ (`struct ib_rdma_wr`).
-    pub fn rdma(&self) -> Option<(u64, u32)> {
+    /// The remote end of an RDMA WRITE or READ.
+    pub fn rdma(&self) -> Option<RdmaTarget> {
         if !matches!(
             self.opcode(),
-            opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ
+            Some(Opcode::RdmaWrite | Opcode::RdmaWriteWithImm | Opcode::RdmaRead)
         ) || self.ud
         {
             return None;
@@ -185,15 +277,17 @@ impl<'a, T: Driver> SendWr<'a, T> {
         // SAFETY: Work requests with these opcodes are the first member of an `ib_rdma_wr`.
         let r =
             unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
-        Some((r.remote_addr, r.rkey))
+        Some(RdmaTarget {
+            remote_addr: r.remote_addr,
+            rkey: r.rkey,
+        })
     }
 
-    /// The remote address, compare (or add) value, swap value and rkey of an atomic
-    /// (`struct ib_atomic_wr`).
-    pub fn atomic(&self) -> Option<(u64, u64, u64, u32)> {
+    /// The operands of an atomic.
+    pub fn atomic(&self) -> Option<AtomicArgs> {
         if !matches!(
             self.opcode(),
-            opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+            Some(Opcode::AtomicCmpAndSwp | Opcode::AtomicFetchAndAdd)
         ) || self.ud
         {
             return None;
@@ -201,12 +295,17 @@ impl<'a, T: Driver> SendWr<'a, T> {
         // SAFETY: Work requests with these opcodes are the first member of an `ib_atomic_wr`.
         let a =
             unsafe { &*(self.wr as *const bindings::ib_send_wr).cast::<bindings::ib_atomic_wr>() };
-        Some((a.remote_addr, a.compare_add, a.swap, a.rkey))
+        Some(AtomicArgs {
+            remote_addr: a.remote_addr,
+            compare_add: a.compare_add,
+            swap: a.swap,
+            rkey: a.rkey,
+        })
     }
 
-    /// The MR, key and `IB_ACCESS_*` rights of a fast registration (`struct ib_reg_wr`).
-    pub fn reg(&self) -> Option<(&'a Mr<T>, u32, u32)> {
-        if self.opcode() != opcode::REG_MR || self.ud {
+    /// The fast registration a [`Opcode::RegMr`] work request asks for.
+    pub fn reg(&self) -> Option<FastReg<'a, T>> {
+        if self.opcode() != Some(Opcode::RegMr) || self.ud {
             return None;
         }
         // SAFETY: Work requests with this opcode are the first member of an `ib_reg_wr`.
@@ -217,7 +316,11 @@ impl<'a, T: Driver> SendWr<'a, T> {
         // SAFETY: The MR of a registration on a `T` device is a live MR of `T` (kernel callers
         // register MRs of the QP's device), made by `Mr::into_raw`.
         let mr = unsafe { &*r.mr.cast::<Mr<T>>() };
-        Some((mr, r.key, r.access as u32))
+        Some(FastReg {
+            mr,
+            key: r.key,
+            access: Access::from_c(r.access),
+        })
     }
 
     /// The destination of a send on a UD or GSI QP.

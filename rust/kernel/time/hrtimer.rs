@@ -129,7 +129,7 @@ macro_rules! impl_has_hr_timer {
 ///
 /// # Invariants
 ///
-/// - `timer` was set up by `hrtimer_init` for a relative soft expiry, with [`HrTimer::expired`]
+/// - `timer` was set up by `hrtimer_init` for a relative soft expiry, with `HrTimer::expired`
 ///   as its function, and is only started by [`HrTimer::start`].
 /// - `armed` is `true` exactly while the timer owns one reference to the `Arc<T>` that holds
 ///   it: from the [`HrTimer::start`] that set it until the callback or a cancellation that

@@ -453,5 +453,9 @@ mod tests {
         assert_eq!(offset_of!(VerbsQp, comp_mask), 352);
         assert_eq!(size_of::<srdma_wqe_bind>(), 32);
         assert_eq!(offset_of!(srdma_sq_wqe_hdr, __bindgen_anon_1), 32);
+        // CQE flags are handed to the application as they are.
+        assert_eq!(SRDMA_CQE_GRH, ibv_wc_flags_IBV_WC_GRH);
+        assert_eq!(SRDMA_CQE_WITH_IMM, ibv_wc_flags_IBV_WC_WITH_IMM);
+        assert_eq!(SRDMA_CQE_WITH_INV, ibv_wc_flags_IBV_WC_WITH_INV);
     }
 }

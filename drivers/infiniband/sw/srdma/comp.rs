@@ -3,7 +3,7 @@
 //! The completer: turns the response to each request of a send queue (or its absence) into
 //! the requester's completion, in order, and writes the CQEs of both sides.
 //!
-//! The completer decides what a response means for the WQE it answers: an acknowledgement
+//! The completer decides what a response means for the WQE it answers: an acknowledgment
 //! completes it, an RNR NAK holds it at the head of the queue until the RNR timer runs out
 //! (or the retries are spent), any other NAK or a lost request fails it and the QP. A
 //! transport hands each response over when it arrives: loopback while the request is being
@@ -87,7 +87,7 @@ pub(crate) enum Judged {
     Done(WcStatus),
     /// It stays at the head of the send queue and is sent again at this `ktime` (ns).
     RetryAt(i64),
-    /// It went on the wire and waits in flight for its acknowledgement.
+    /// It went on the wire and waits in flight for its acknowledgment.
     Sent,
 }
 
@@ -125,7 +125,7 @@ pub(crate) fn respond(
         (QpType::Rc, Response::Nak(Nak::RemoteAccess)) => WcStatus::RemAccessErr,
         (QpType::Rc, Response::Nak(Nak::RemoteOperational)) => WcStatus::RemOpErr,
         (QpType::Rc, Response::Lost) => WcStatus::RetryExcErr,
-        // UC has no acknowledgements and UD is unreliable: the requester never learns what
+        // UC has no acknowledgments and UD is unreliable: the requester never learns what
         // became of a request.
         _ => WcStatus::Success,
     };
@@ -144,7 +144,7 @@ pub(crate) fn retire(
     flushing: bool,
 ) -> Result<bool> {
     let opcode = match (flushing, wqe.opcode) {
-        (false, Some(op)) => op.wc_opcode(),
+        (false, Some(op)) => op.completion(),
         _ => WcOpcode::Send,
     };
     if !flushing {
@@ -160,7 +160,7 @@ pub(crate) fn retire(
         // In the error state before the error completion is seen.
         q.enter_error();
         wait_for_responders(q);
-        crate::log::error_completion(q, true, status as u32);
+        crate::log::error_completion(q, true, status);
     }
     if status != WcStatus::Success || wqe.signaled {
         complete(q, true, &cqe(wqe.wr_id, status, opcode, q.qpn), false);

@@ -17,7 +17,8 @@ use kernel::{
     prelude::*,
     rdma::{
         cq::{
-            wc_flags, Cq, CqEvents, CqFlags, CqInitAttr, CqModeration, NotifyFlags, Wc, WcWriter,
+            Cq, CqEvents, CqFlags, CqInitAttr, CqModeration, NotifyFlags, Wc, WcFlags, WcOpcode,
+            WcStatus, WcWriter,
         },
         mmap::{MmapEntry, SharedPages},
         qp::QpHandle,
@@ -314,23 +315,28 @@ impl CqShared {
 /// Converts a CQE of QP `qp` to the work completion of a kernel caller; its flags differ in
 /// number from the user ABI's (`enum ibv_wc_flags`).
 fn to_wc(c: &srdma_cqe, qp: QpHandle) -> Wc {
-    let mut flags = 0;
+    let mut flags = WcFlags::empty();
     if c.wc_flags & ibv::GRH != 0 {
-        flags |= wc_flags::GRH;
+        flags |= WcFlags::GRH;
         if c.network_hdr_type != 0 {
-            flags |= wc_flags::WITH_NETWORK_HDR_TYPE;
+            flags |= WcFlags::WITH_NETWORK_HDR_TYPE;
         }
     }
     if c.wc_flags & ibv::WITH_IMM != 0 {
-        flags |= wc_flags::WITH_IMM;
+        flags |= WcFlags::WITH_IMM;
     }
     if c.wc_flags & ibv::WITH_INV != 0 {
-        flags |= wc_flags::WITH_INVALIDATE;
+        flags |= WcFlags::WITH_INVALIDATE;
     }
+    // srdma writes the CQEs of kernel callers' QPs itself, with numbers these enums have.
+    let (status, opcode) = match (WcStatus::from_raw(c.status), WcOpcode::from_raw(c.opcode)) {
+        (Some(status), Some(opcode)) => (status, opcode),
+        _ => (WcStatus::GeneralErr, WcOpcode::Send),
+    };
     Wc {
         wr_id: c.wr_id,
-        status: c.status,
-        opcode: c.opcode,
+        status,
+        opcode,
         vendor_err: c.vendor_err,
         byte_len: c.byte_len,
         qp: Some(qp),

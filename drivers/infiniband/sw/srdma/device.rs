@@ -35,7 +35,7 @@ use kernel::{
         counter::Counter as QpCounter,
         cq::{Cq, CqEvents, CqInitAttr, CqModeration, NotifyFlags, WcWriter},
         driver::UcontextInit,
-        mr::{Mr, MrCreated, SgMapper, UserRegion},
+        mr::{Access, Mr, MrCreated, SgMapper, UserRegion},
         mw::MwType,
         pd::Pd,
         qp::{AhAttr, Qp, QpAttr, QpAttrMask, QpCreated, QpInitAttr, QpQuery},
@@ -212,6 +212,7 @@ pub(crate) fn update_port_state(dev: &Device<SrdmaDevice>) {
 #[vtable]
 impl rdma::Driver for SrdmaDevice {
     const DRIVER_ID: rdma::DriverId = rdma::DriverId::SRDMA;
+    const NODE_TYPE: rdma::device::NodeType = rdma::device::NodeType::IbCa;
     const UVERBS_ABI_VERSION: u32 = SRDMA_ABI_VERSION;
 
     type Ucontext = SrdmaUcontext;
@@ -273,7 +274,7 @@ impl rdma::Driver for SrdmaDevice {
         SrdmaMr::reg_user(pd, region, user)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<MrCreated<SrdmaMr>> {
+    fn get_dma_mr(pd: &Pd<Self>, access: Access) -> Result<MrCreated<SrdmaMr>> {
         SrdmaMr::dma(pd, access)
     }
 

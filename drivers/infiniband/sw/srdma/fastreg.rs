@@ -18,7 +18,7 @@ use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
     rdma::{
-        mr::{access, KernelBuf, SgMapper},
+        mr::{Access, KernelBuf, SgMapper},
         pages::PageSlice,
         uapi::srdma_wqe_bind,
         Device,
@@ -27,8 +27,10 @@ use kernel::{
 };
 
 /// Rights a registration can grant.
-const FAST_REG_ACCESS: u32 =
-    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+const FAST_REG_ACCESS: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC);
 
 /// The pages the last `ib_map_mr_sg` mapped.
 struct Mapping {
@@ -102,7 +104,7 @@ impl FastMr {
     fn register(
         &self,
         key: u32,
-        access: u32,
+        access: Access,
         iova: u64,
         length: u64,
     ) -> core::result::Result<(), Denied> {
@@ -176,7 +178,7 @@ pub(crate) struct Registration {
     length: u64,
     page_size: u64,
     key: u32,
-    access: u32,
+    access: Access,
     /// Cleared by the invalidation; held while copying.
     valid: Pin<KBox<Mutex<bool>>>,
 }
@@ -184,8 +186,8 @@ pub(crate) struct Registration {
 impl Registration {
     /// Checks an access of `len` bytes at `addr` under `key` with rights `need`; returns its
     /// offset from the start of the first page.
-    pub(crate) fn check(&self, key: u32, need: u32, addr: u64, len: u64) -> Option<usize> {
-        if key != self.key || self.access & need != need {
+    pub(crate) fn check(&self, key: u32, need: Access, addr: u64, len: u64) -> Option<usize> {
+        if key != self.key || !self.access.contains(need) {
             return None;
         }
         let end = addr.checked_add(len)?;
@@ -229,11 +231,12 @@ pub(crate) fn register(
     pd: &PdRef,
     b: &srdma_wqe_bind,
 ) -> core::result::Result<(), Denied> {
-    let (lkey, key, access) = (b.mr_lkey, b.new_rkey, b.access);
-    let writable = access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
+    let (lkey, key) = (b.mr_lkey, b.new_rkey);
+    let access = Access::from_bits_retain(b.access);
+    let writable = access.intersects(Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);
     if key >> 8 != lkey >> 8
-        || access & !FAST_REG_ACCESS != 0
-        || (writable && access & access::LOCAL_WRITE == 0)
+        || !access.difference(FAST_REG_ACCESS).is_empty()
+        || (writable && !access.contains(Access::LOCAL_WRITE))
     {
         return Err(Denied);
     }

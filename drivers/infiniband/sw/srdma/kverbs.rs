@@ -59,29 +59,29 @@ fn lend(
 
 /// Writes the WQE for `wr` into the SQ slot at byte `off`.
 fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
-    use kernel::rdma::wr::{opcode as op, send_flags as sf};
-    // The kernel's opcode numbers are the user ABI's for the operations srdma implements.
-    let opcode = match wr.opcode() {
-        op::SEND
-        | op::SEND_WITH_IMM
-        | op::SEND_WITH_INV
-        | op::RDMA_WRITE
-        | op::RDMA_WRITE_WITH_IMM
-        | op::RDMA_READ
-        | op::ATOMIC_CMP_AND_SWP
-        | op::ATOMIC_FETCH_AND_ADD
-        | op::LOCAL_INV
-        | op::REG_MR => wr.opcode() as u8,
+    use kernel::rdma::wr::{Opcode as Op, SendFlags};
+    // The ring's opcode numbers are the kernel's for the operations srdma implements.
+    let opcode = match wr.opcode().ok_or(EINVAL)? {
+        op @ (Op::Send
+        | Op::SendWithImm
+        | Op::SendWithInv
+        | Op::RdmaWrite
+        | Op::RdmaWriteWithImm
+        | Op::RdmaRead
+        | Op::AtomicCmpAndSwp
+        | Op::AtomicFetchAndAdd
+        | Op::LocalInv
+        | Op::RegMr) => op as u8,
         _ => return Err(EINVAL),
     };
     let f = wr.send_flags();
     let mut flags = 0u8;
     for (bit, ours) in [
-        (sf::SIGNALED, SRDMA_WQE_SIGNALED),
-        (sf::SOLICITED, SRDMA_WQE_SOLICITED),
-        (sf::FENCE, SRDMA_WQE_FENCE),
+        (SendFlags::SIGNALED, SRDMA_WQE_SIGNALED),
+        (SendFlags::SOLICITED, SRDMA_WQE_SOLICITED),
+        (SendFlags::FENCE, SRDMA_WQE_FENCE),
     ] {
-        if f & bit != 0 {
+        if f.contains(bit) {
             flags |= ours as u8;
         }
     }
@@ -94,7 +94,7 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
     };
     let mem = &q.sq.mem;
     let area = q.sq.wqe_size as usize - HDR;
-    if f & sf::INLINE != 0 {
+    if f.contains(SendFlags::INLINE) {
         let cap = (q.cap.max_inline_data as usize)
             .min(MAX_INLINE_DATA as usize)
             .min(area);
@@ -124,31 +124,32 @@ fn write_send_wqe(q: &QpShared, wr: &SendWr<'_>, off: usize) -> Result {
         lend(&q.sq, off, n, |i| wr.sge(i))?;
         ctrl.num_sge = n as u16;
     }
-    if let Some((remote_addr, rkey)) = wr.rdma() {
+    if let Some(t) = wr.rdma() {
         let seg = srdma_wqe_remote {
-            remote_addr,
-            rkey,
+            remote_addr: t.remote_addr,
+            rkey: t.rkey,
             ..Default::default()
         };
         mem.write_obj(off + SEG, &seg)?;
-    } else if let Some((mr, key, access)) = wr.reg() {
+    } else if let Some(reg) = wr.reg() {
+        let mr = reg.mr;
         // The engine registers the pages the MR has mapped when it reaches this WQE, at the
         // address its owner gives the MR now.
         let seg = srdma_wqe_bind {
             addr: mr.iova(),
             length: mr.length(),
             mr_lkey: mr.lkey(),
-            new_rkey: key,
-            access,
+            new_rkey: reg.key,
+            access: reg.access.bits(),
             ..Default::default()
         };
         mem.write_obj(off + SEG, &seg)?;
-    } else if let Some((remote_addr, compare_add, swap, rkey)) = wr.atomic() {
+    } else if let Some(a) = wr.atomic() {
         let seg = srdma_wqe_remote {
-            remote_addr,
-            rkey,
-            compare_add,
-            swap,
+            remote_addr: a.remote_addr,
+            rkey: a.rkey,
+            compare_add: a.compare_add,
+            swap: a.swap,
             ..Default::default()
         };
         mem.write_obj(off + SEG, &seg)?;

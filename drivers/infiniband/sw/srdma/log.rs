@@ -8,7 +8,7 @@
 
 use crate::{message::Nak, qp::QpShared};
 use core::fmt;
-use kernel::{prelude::*, ratelimit::Ratelimit, rdma::wc_status_msg};
+use kernel::{prelude::*, ratelimit::Ratelimit, rdma::cq::WcStatus};
 
 /// Logs `args` about the device whose limit is `limit`, if the limit allows.
 pub(crate) fn warn(limit: &Ratelimit, args: fmt::Arguments<'_>) {
@@ -38,16 +38,16 @@ pub(crate) fn cq_overflow(q: &QpShared, send: bool) {
     );
 }
 
-/// `q` completed a WQE of its SQ (`send`) or RQ with the error `status` (`enum ib_wc_status`)
-/// and entered the error state.
-pub(crate) fn error_completion(q: &QpShared, send: bool, status: u32) {
+/// `q` completed a WQE of its SQ (`send`) or RQ with the error `status` and entered the error
+/// state.
+pub(crate) fn error_completion(q: &QpShared, send: bool, status: WcStatus) {
     warn(
         &q.log_limit,
         format_args!(
             "QP {}: WC error: {} (status {}) on the {}; QP moved to the error state",
             q.qpn,
-            wc_status_msg(status),
-            status,
+            status.msg(),
+            status as u32,
             queue(send)
         ),
     );

@@ -147,7 +147,7 @@ pub(crate) enum Nak {
 /// What comes back for a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Response {
-    /// Done (for RC, the acknowledgement; a READ's data is in its sink).
+    /// Done (for RC, the acknowledgment; a READ's data is in its sink).
     Ack,
     /// The original value of an atomic's target.
     AtomicAck(u64),

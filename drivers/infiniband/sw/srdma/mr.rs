@@ -18,7 +18,7 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
-        mr::{access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
+        mr::{Access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
         pages::PageSlice,
         pd::Pd,
         ucontext::User,
@@ -40,12 +40,12 @@ pub(crate) const MR_INDEX_MAX: u32 = crate::mw::MW_INDEX_MIN - 2;
 pub(crate) const NULL_MR_KEY: u32 = (crate::mw::MW_INDEX_MIN - 1) << 8;
 
 /// Rights srdma implements; `IB_ACCESS_OPTIONAL` hints are accepted and ignored.
-const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
-    | access::REMOTE_WRITE
-    | access::REMOTE_READ
-    | access::REMOTE_ATOMIC
-    | access::MW_BIND
-    | access::OPTIONAL;
+const SUPPORTED_ACCESS: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC)
+    .union(Access::MW_BIND)
+    .union(Access::OPTIONAL);
 
 /// Why a bind, a registration or an invalidation was denied (the engine turns it into a
 /// completion status).
@@ -247,14 +247,14 @@ pub(crate) fn resolve(
     dev: &Device<SrdmaDevice>,
     key: u32,
     pd: &PdRef,
-    need: u32,
+    need: Access,
     addr: u64,
     len: u64,
     local: Option<&KernelBuf>,
 ) -> Option<Span> {
     if key == NULL_MR_KEY {
         // Local rights only: reading (a gather) and writing (a scatter).
-        return (need & !access::LOCAL_WRITE == 0).then_some(Span {
+        return Access::LOCAL_WRITE.contains(need).then_some(Span {
             target: Target::Null,
             offset: 0,
             len: usize::try_from(len).ok()?,
@@ -277,7 +277,7 @@ pub(crate) fn resolve(
             len: usize::try_from(len).ok()?,
         });
     }
-    if key != mr.key || mr.access & need != need {
+    if key != mr.key || !mr.access.contains(need) {
         return None;
     }
     let end = addr.checked_add(len)?;
@@ -330,7 +330,7 @@ pub(crate) struct MrShared {
     /// The address peers and work requests use for the first byte.
     pub(crate) iova: u64,
     pub(crate) length: u64,
-    pub(crate) access: u32,
+    pub(crate) access: Access,
     /// Memory windows bound to the MR; it cannot be deregistered while there are any.
     pub(crate) windows: WindowCount,
 }
@@ -398,7 +398,7 @@ impl SrdmaMr {
         mem: MrMem,
         iova: u64,
         length: u64,
-        access: u32,
+        access: Access,
     ) -> Result<MrCreated<Self>> {
         let charge = pd.device().limits().charge(Kind::Mr)?;
         let key = Reservation::new(pd.device().mrs())?;
@@ -432,7 +432,7 @@ impl SrdmaMr {
         region: &UserRegion,
         _user: Option<User<'_, SrdmaDevice>>,
     ) -> Result<MrCreated<Self>> {
-        if region.access & !SUPPORTED_ACCESS != 0 {
+        if !region.access.difference(SUPPORTED_ACCESS).is_empty() {
             return Err(EOPNOTSUPP);
         }
         if region.length == 0 || region.length > MAX_MR_SIZE {
@@ -454,7 +454,13 @@ impl SrdmaMr {
             return Err(EINVAL);
         }
         // A fast-register MR grants what its registration grants.
-        Self::publish(pd, MrMem::Fast(FastMr::new(max_pages)?), 0, 0, 0)
+        Self::publish(
+            pd,
+            MrMem::Fast(FastMr::new(max_pages)?),
+            0,
+            0,
+            Access::empty(),
+        )
     }
 
     /// Maps a kernel caller's scatter/gather list into a fast-register MR.
@@ -465,14 +471,17 @@ impl SrdmaMr {
         }
     }
 
-    pub(crate) fn dma(pd: &Pd<SrdmaDevice>, access: u32) -> Result<MrCreated<Self>> {
-        if access & !SUPPORTED_ACCESS != 0 {
+    pub(crate) fn dma(pd: &Pd<SrdmaDevice>, access: Access) -> Result<MrCreated<Self>> {
+        if !access.difference(SUPPORTED_ACCESS).is_empty() {
             return Err(EOPNOTSUPP);
         }
         // Remote rights on all of memory (`IB_PD_UNSAFE_GLOBAL_RKEY`) would let any peer read
         // and write the whole kernel; srdma lends a kernel buffer only to the work request
         // that names it.
-        if access & !(access::LOCAL_WRITE | access::OPTIONAL) != 0 {
+        if !access
+            .difference(Access::LOCAL_WRITE | Access::OPTIONAL)
+            .is_empty()
+        {
             return Err(EOPNOTSUPP);
         }
         if pd.id().owner() != Owner::Kernel {

@@ -19,7 +19,7 @@ use crate::{
 use kernel::{
     new_mutex,
     prelude::*,
-    rdma::{mr::access, mw::MwType, pd::Pd, uapi::srdma_wqe_bind, ucontext::User, Device},
+    rdma::{mr::Access, mw::MwType, pd::Pd, uapi::srdma_wqe_bind, ucontext::User, Device},
     sync::{Arc, Mutex},
 };
 
@@ -30,12 +30,12 @@ pub(crate) const MW_INDEX_MAX: u32 = 0xff_ffff;
 
 /// Rights a window can grant, and the flags a bind may carry: local write and bind rights mean
 /// nothing for a window and are ignored, as rxe does.
-const WINDOW_ACCESS: u32 = access::REMOTE_READ
-    | access::REMOTE_WRITE
-    | access::REMOTE_ATOMIC
-    | access::ZERO_BASED
-    | access::LOCAL_WRITE
-    | access::MW_BIND;
+const WINDOW_ACCESS: Access = Access::REMOTE_READ
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_ATOMIC)
+    .union(Access::ZERO_BASED)
+    .union(Access::LOCAL_WRITE)
+    .union(Access::MW_BIND);
 
 /// A reference to an MR that counts as a window bound to it, so that the MR cannot be
 /// deregistered meanwhile.
@@ -61,9 +61,9 @@ struct Binding {
     /// The window's first byte, in the MR's addresses.
     start: u64,
     length: u64,
-    /// `IB_ACCESS_*` rights of the window, with `ZERO_BASED` if remote addresses count from
-    /// the window's start.
-    access: u32,
+    /// The rights of the window, with `ZERO_BASED` if remote addresses count from the
+    /// window's start.
+    access: Access,
     /// The QP a type 2 window is bound to.
     qp: Option<Arc<QpShared>>,
 }
@@ -184,7 +184,12 @@ pub(crate) fn bind(
 ) -> core::result::Result<(), Denied> {
     let mw = lookup(dev, b.mw_rkey).ok_or(Denied)?;
     // The new rkey names the same window; only its key byte is the consumer's.
-    if mw.pd != q.pd || b.new_rkey >> 8 != b.mw_rkey >> 8 || b.access & !WINDOW_ACCESS != 0 {
+    if mw.pd != q.pd
+        || b.new_rkey >> 8 != b.mw_rkey >> 8
+        || !Access::from_bits_retain(b.access)
+            .difference(WINDOW_ACCESS)
+            .is_empty()
+    {
         return Err(Denied);
     }
     let binding = if b.length == 0 {
@@ -210,18 +215,19 @@ fn new_binding(
     mw: &MwShared,
     b: &srdma_wqe_bind,
 ) -> core::result::Result<Binding, Denied> {
-    if mw.mw_type == MwType::Type1 && b.access & access::ZERO_BASED != 0 {
+    let access = Access::from_bits_retain(b.access);
+    if mw.mw_type == MwType::Type1 && access.contains(Access::ZERO_BASED) {
         return Err(Denied);
     }
     if is_window_key(b.mr_lkey) {
         return Err(Denied);
     }
     let mr = dev.mrs().lock().get(b.mr_lkey >> 8).ok_or(Denied)?;
-    let writable = b.access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
+    let writable = access.intersects(Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);
     if mr.key != b.mr_lkey
         || mr.pd != q.pd
-        || mr.access & access::MW_BIND == 0
-        || (writable && mr.access & access::LOCAL_WRITE == 0)
+        || !mr.access.contains(Access::MW_BIND)
+        || (writable && !mr.access.contains(Access::LOCAL_WRITE))
     {
         return Err(Denied);
     }
@@ -233,7 +239,7 @@ fn new_binding(
         mr: BoundMr::new(mr)?,
         start: b.addr,
         length: b.length,
-        access: b.access,
+        access,
         qp: (mw.mw_type == MwType::Type2).then(|| q.clone()),
     })
 }
@@ -269,7 +275,7 @@ pub(crate) fn resolve(
     dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     rkey: u32,
-    need: u32,
+    need: Access,
     addr: u64,
     len: u64,
 ) -> Option<Span> {
@@ -280,12 +286,12 @@ pub(crate) fn resolve(
     let state = mw.state.lock();
     let b = state.binding.as_ref()?;
     if state.rkey != rkey
-        || b.access & need != need
+        || !b.access.contains(need)
         || b.qp.as_ref().is_some_and(|bq| !Arc::ptr_eq(bq, q))
     {
         return None;
     }
-    let start = if b.access & access::ZERO_BASED != 0 {
+    let start = if b.access.contains(Access::ZERO_BASED) {
         b.start.checked_add(addr)?
     } else {
         addr

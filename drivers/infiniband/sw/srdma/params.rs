@@ -71,6 +71,3 @@ pub(crate) fn default_doorbell_mode() -> u32 {
 /// Bytes of payload an inline send carries in its WQE, at most: as much as the larger hardware
 /// offers. The SQ's stride follows what a QP asks for, so a QP that asks for less pays less.
 pub(crate) const MAX_INLINE_DATA: u32 = 1024;
-/// Whether the hardware counters count. Always `true`; set to `false` only to build a module
-/// that measures what counting costs (Documentation/infiniband/srdma.rst, "Hardware counters").
-pub(crate) const COUNTING: bool = true;

@@ -26,7 +26,7 @@ use kernel::{
     ratelimit::Ratelimit,
     rdma::{
         mmap::{MmapEntry, SharedPages},
-        mr::{access, KernelBuf},
+        mr::{Access, KernelBuf},
         pd::Pd,
         qp::{
             modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpHandle, QpInitAttr, QpQuery,
@@ -43,9 +43,11 @@ use kernel::{
     sync::{Arc, Mutex, SpinLockIrqSave},
 };
 
-/// `IB_ACCESS_*` rights a QP may grant to incoming RDMA.
-const QP_ACCESS_FLAGS: u32 =
-    access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC;
+/// Rights a QP may grant to incoming RDMA.
+const QP_ACCESS_FLAGS: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC);
 
 /// A work queue ring and its geometry.
 pub(crate) struct Ring {
@@ -371,16 +373,16 @@ impl SrdmaQp {
         mask: QpAttrMask,
         _udata: Option<UData<'_>>,
     ) -> Result {
-        const UNSUPPORTED: u32 = QpAttrMask::ALT_PATH
-            | QpAttrMask::PATH_MIG_STATE
-            | QpAttrMask::CAP
-            | QpAttrMask::RATE_LIMIT;
-        if mask.0 & UNSUPPORTED != 0 {
+        const UNSUPPORTED: QpAttrMask = QpAttrMask::ALT_PATH
+            .union(QpAttrMask::PATH_MIG_STATE)
+            .union(QpAttrMask::CAP)
+            .union(QpAttrMask::RATE_LIMIT);
+        if mask.intersects(UNSUPPORTED) {
             return Err(EOPNOTSUPP);
         }
         let shared = &qp.shared;
         // Allocated before the locks: the responder resources for its READs and atomics.
-        let resources = if mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+        let resources = if mask.contains(QpAttrMask::MAX_DEST_RD_ATOMIC) {
             Some(Resources::new(attr.max_dest_rd_atomic)?)
         } else {
             None
@@ -393,10 +395,10 @@ impl SrdmaQp {
         let mut rq_ci = shared.rq_ci.lock();
         let mut cur = shared.attr.lock();
         let cur_state = cur.qp_state;
-        if mask.has(QpAttrMask::CUR_STATE) && attr.cur_qp_state != cur_state {
+        if mask.contains(QpAttrMask::CUR_STATE) && attr.cur_qp_state != cur_state {
             return Err(EINVAL);
         }
-        let next = if mask.has(QpAttrMask::STATE) {
+        let next = if mask.contains(QpAttrMask::STATE) {
             attr.qp_state
         } else {
             cur_state
@@ -407,52 +409,52 @@ impl SrdmaQp {
         validate(attr, mask)?;
 
         let mut new = *cur;
-        if mask.has(QpAttrMask::ACCESS_FLAGS) {
+        if mask.contains(QpAttrMask::ACCESS_FLAGS) {
             new.qp_access_flags = attr.qp_access_flags;
         }
-        if mask.has(QpAttrMask::PKEY_INDEX) {
+        if mask.contains(QpAttrMask::PKEY_INDEX) {
             new.pkey_index = attr.pkey_index;
         }
-        if mask.has(QpAttrMask::PORT) {
+        if mask.contains(QpAttrMask::PORT) {
             new.port_num = attr.port_num;
         }
-        if mask.has(QpAttrMask::QKEY) {
+        if mask.contains(QpAttrMask::QKEY) {
             new.qkey = attr.qkey;
         }
-        if mask.has(QpAttrMask::AV) {
+        if mask.contains(QpAttrMask::AV) {
             new.ah_attr = attr.ah_attr;
         }
-        if mask.has(QpAttrMask::PATH_MTU) {
+        if mask.contains(QpAttrMask::PATH_MTU) {
             new.path_mtu = attr.path_mtu;
         }
-        if mask.has(QpAttrMask::TIMEOUT) {
+        if mask.contains(QpAttrMask::TIMEOUT) {
             new.timeout = attr.timeout;
         }
-        if mask.has(QpAttrMask::RETRY_CNT) {
+        if mask.contains(QpAttrMask::RETRY_CNT) {
             new.retry_cnt = attr.retry_cnt;
         }
-        if mask.has(QpAttrMask::RNR_RETRY) {
+        if mask.contains(QpAttrMask::RNR_RETRY) {
             new.rnr_retry = attr.rnr_retry;
         }
-        if mask.has(QpAttrMask::RQ_PSN) {
+        if mask.contains(QpAttrMask::RQ_PSN) {
             new.rq_psn = attr.rq_psn & 0xff_ffff;
         }
-        if mask.has(QpAttrMask::SQ_PSN) {
+        if mask.contains(QpAttrMask::SQ_PSN) {
             new.sq_psn = attr.sq_psn & 0xff_ffff;
         }
-        if mask.has(QpAttrMask::MAX_QP_RD_ATOMIC) {
+        if mask.contains(QpAttrMask::MAX_QP_RD_ATOMIC) {
             new.max_rd_atomic = attr.max_rd_atomic;
         }
-        if mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+        if mask.contains(QpAttrMask::MAX_DEST_RD_ATOMIC) {
             new.max_dest_rd_atomic = attr.max_dest_rd_atomic;
         }
-        if mask.has(QpAttrMask::MIN_RNR_TIMER) {
+        if mask.contains(QpAttrMask::MIN_RNR_TIMER) {
             new.min_rnr_timer = attr.min_rnr_timer;
         }
-        if mask.has(QpAttrMask::DEST_QPN) {
+        if mask.contains(QpAttrMask::DEST_QPN) {
             new.dest_qp_num = attr.dest_qp_num;
         }
-        if mask.has(QpAttrMask::EN_SQD_ASYNC_NOTIFY) {
+        if mask.contains(QpAttrMask::EN_SQD_ASYNC_NOTIFY) {
             new.en_sqd_async_notify = attr.en_sqd_async_notify;
         }
         if matches!(next, QpState::Reset | QpState::Err) {
@@ -469,10 +471,10 @@ impl SrdmaQp {
                 shared.db.store(field, 0)?;
             }
         }
-        if mask.has(QpAttrMask::RQ_PSN) || next == QpState::Reset {
+        if mask.contains(QpAttrMask::RQ_PSN) || next == QpState::Reset {
             shared.epsn.store(new.rq_psn, Ordering::Relaxed);
         }
-        if mask.has(QpAttrMask::SQ_PSN) || next == QpState::Reset {
+        if mask.contains(QpAttrMask::SQ_PSN) || next == QpState::Reset {
             shared.sq_psn.store(new.sq_psn, Ordering::Relaxed);
         }
         shared.set_state(&mut new, next);
@@ -532,19 +534,21 @@ impl SrdmaQp {
 
 /// Checks the values of the attributes in `mask` against what srdma supports.
 fn validate(attr: &QpAttr, mask: QpAttrMask) -> Result {
-    let bad = (mask.has(QpAttrMask::PORT) && attr.port_num != PORT)
-        || (mask.has(QpAttrMask::PKEY_INDEX) && attr.pkey_index != 0)
-        || (mask.has(QpAttrMask::PATH_MTU) && !(1..=5).contains(&attr.path_mtu))
-        || (mask.has(QpAttrMask::TIMEOUT) && attr.timeout > 31)
-        || (mask.has(QpAttrMask::RETRY_CNT) && attr.retry_cnt > 7)
-        || (mask.has(QpAttrMask::RNR_RETRY) && attr.rnr_retry > 7)
-        || (mask.has(QpAttrMask::MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
-        || (mask.has(QpAttrMask::MAX_QP_RD_ATOMIC) && u32::from(attr.max_rd_atomic) > MAX_RD_ATOM)
-        || (mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC)
+    let bad = (mask.contains(QpAttrMask::PORT) && attr.port_num != PORT)
+        || (mask.contains(QpAttrMask::PKEY_INDEX) && attr.pkey_index != 0)
+        || (mask.contains(QpAttrMask::PATH_MTU) && !(1..=5).contains(&attr.path_mtu))
+        || (mask.contains(QpAttrMask::TIMEOUT) && attr.timeout > 31)
+        || (mask.contains(QpAttrMask::RETRY_CNT) && attr.retry_cnt > 7)
+        || (mask.contains(QpAttrMask::RNR_RETRY) && attr.rnr_retry > 7)
+        || (mask.contains(QpAttrMask::MIN_RNR_TIMER) && attr.min_rnr_timer > 31)
+        || (mask.contains(QpAttrMask::MAX_QP_RD_ATOMIC)
+            && u32::from(attr.max_rd_atomic) > MAX_RD_ATOM)
+        || (mask.contains(QpAttrMask::MAX_DEST_RD_ATOMIC)
             && u32::from(attr.max_dest_rd_atomic) > MAX_RD_ATOM)
-        || (mask.has(QpAttrMask::ACCESS_FLAGS) && attr.qp_access_flags & !QP_ACCESS_FLAGS != 0)
-        || (mask.has(QpAttrMask::DEST_QPN) && attr.dest_qp_num > 0xff_ffff)
-        || (mask.has(QpAttrMask::AV)
+        || (mask.contains(QpAttrMask::ACCESS_FLAGS)
+            && !attr.qp_access_flags.difference(QP_ACCESS_FLAGS).is_empty())
+        || (mask.contains(QpAttrMask::DEST_QPN) && attr.dest_qp_num > 0xff_ffff)
+        || (mask.contains(QpAttrMask::AV)
             && (u32::from(attr.ah_attr.sgid_index) >= GID_TBL_LEN
                 || (attr.ah_attr.port_num != 0 && attr.ah_attr.port_num != PORT)));
     if bad {

@@ -31,7 +31,7 @@ use kernel::{
     prelude::*,
     rdma::{
         attr::Mtu,
-        mr::access,
+        mr::Access,
         qp::{Qp, QpAttr, QpState, QpType},
         Device,
     },
@@ -100,7 +100,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         }
         let idx = start.wrapping_add(n);
         if wr.busy() && !failed && !wr.has_room(&attr) {
-            // The completer goes on when acknowledgements make room.
+            // The completer goes on when acknowledgments make room.
             break;
         }
         let wqe = SendWqe::read(q, idx)?;
@@ -162,24 +162,25 @@ fn carry_out(
         return Judged::Done(WcStatus::LocQpOpErr);
     };
     let result = match (q.qp_type, opcode) {
-        (QpType::Ud | QpType::Gsi, WrOpcode::Send | WrOpcode::SendImm) => {
+        (QpType::Ud | QpType::Gsi, WrOpcode::Send | WrOpcode::SendWithImm) => {
             datagram(dev, q, attr, wqe, opcode)
         }
         (QpType::Rc | QpType::Uc, WrOpcode::BindMw | WrOpcode::LocalInv | WrOpcode::RegMr) => {
             return Judged::Done(memory_op(dev, q, wqe, opcode));
         }
         // Reads and atomics need responses: RC only.
-        (QpType::Rc, WrOpcode::RdmaRead | WrOpcode::CmpSwap | WrOpcode::FetchAdd) => {
-            read_or_atomic(dev, q, attr, wr, wqe, opcode, now)
-        }
+        (
+            QpType::Rc,
+            WrOpcode::RdmaRead | WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd,
+        ) => read_or_atomic(dev, q, attr, wr, wqe, opcode, now),
         (QpType::Rc, WrOpcode::AtomicWrite) => atomic_write(dev, q, attr, wr, wqe, now),
         (
             QpType::Rc | QpType::Uc,
             WrOpcode::Send
-            | WrOpcode::SendImm
-            | WrOpcode::SendInv
+            | WrOpcode::SendWithImm
+            | WrOpcode::SendWithInv
             | WrOpcode::RdmaWrite
-            | WrOpcode::RdmaWriteImm,
+            | WrOpcode::RdmaWriteWithImm,
         ) => send_or_write(dev, q, attr, wr, wqe, opcode, now),
         _ => Err(WcStatus::LocQpOpErr),
     };
@@ -289,7 +290,7 @@ fn send_or_write(
         Outgoing::Send {
             data,
             imm,
-            invalidate: (opcode == WrOpcode::SendInv).then_some(wqe.imm_data),
+            invalidate: (opcode == WrOpcode::SendWithInv).then_some(wqe.imm_data),
         }
     } else {
         let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
@@ -320,7 +321,7 @@ fn read_or_atomic(
         return Err(WcStatus::LocLenErr);
     }
     // Where the response goes: the requester's SGEs, with the right to write them.
-    let sink = wqe.sges(dev, q, access::LOCAL_WRITE)?;
+    let sink = wqe.sges(dev, q, Access::LOCAL_WRITE)?;
     let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
     let at = Remote {
         va: remote.remote_addr,
@@ -329,7 +330,7 @@ fn read_or_atomic(
     let out = match opcode {
         WrOpcode::RdmaRead => Outgoing::Read { from: at, sink },
         _ if sink.len() != 8 || at.va % 8 != 0 => return Err(WcStatus::LocLenErr),
-        WrOpcode::CmpSwap => Outgoing::Atomic {
+        WrOpcode::AtomicCmpAndSwp => Outgoing::Atomic {
             at,
             op: Atomic::CmpSwap {
                 compare: remote.compare_add,
@@ -429,7 +430,7 @@ fn datagram(
             grh: &grh,
             data: Payload::Memory(&payload),
             qkey,
-            imm: (opcode == WrOpcode::SendImm).then_some(wqe.imm_data),
+            imm: (opcode == WrOpcode::SendWithImm).then_some(wqe.imm_data),
             network,
         },
     };

@@ -77,7 +77,7 @@ pub(crate) fn mr(mr: &SrdmaMr, a: &mut DriverAttrs<'_>) -> Result {
     };
     a.string(c_str!("memory"), kind)?;
     a.u32_hex(c_str!("key_byte"), m.key & 0xff)?;
-    a.u32_hex(c_str!("access"), m.access)?;
+    a.u32_hex(c_str!("access"), m.access.bits())?;
     if let MrMem::User(umem) = &m.mem {
         a.u64(c_str!("pages"), umem.page_count() as u64)?;
     }

@@ -26,7 +26,7 @@ use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     rdma::{
-        mr::access,
+        mr::Access,
         qp::{QpState, QpType},
         Device,
     },
@@ -108,12 +108,12 @@ fn accepts(qp: &QpShared, req: &Request<'_>) -> bool {
 /// The copy happens under the lock, which is the QP's RQ lock: moving a QP to the error state
 /// takes it before the QP's work completes as flushed, so once a kernel caller sees its
 /// registrations' invalidations flushed, no copy into its memory is running.
-pub(crate) fn lock(qp: &QpShared, need: u32) -> core::result::Result<CiGuard<'_>, Response> {
+pub(crate) fn lock(qp: &QpShared, need: Access) -> core::result::Result<CiGuard<'_>, Response> {
     let guard = qp.rq_ci.lock();
     if !qp.is_alive() || !matches!(qp.state(), QpState::Rtr | QpState::Rts) {
         return Err(Response::Lost);
     }
-    if qp.attr.lock().qp_access_flags & need != need {
+    if !qp.attr.lock().qp_access_flags.contains(need) {
         return Err(Response::Nak(Nak::RemoteAccess));
     }
     Ok(guard)
@@ -125,7 +125,7 @@ pub(crate) fn resolve_remote(
     dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     at: Remote,
-    need: u32,
+    need: Access,
     len: usize,
 ) -> Option<Span> {
     if mw::is_window_key(at.rkey) {
@@ -159,11 +159,11 @@ fn write(
 ) -> Response {
     let len = data.len();
     {
-        let _responder = match lock(qp, access::REMOTE_WRITE) {
+        let _responder = match lock(qp, Access::REMOTE_WRITE) {
             Ok(guard) => guard,
             Err(response) => return response,
         };
-        let Some(span) = resolve_remote(dev, qp, to, access::REMOTE_WRITE, len) else {
+        let Some(span) = resolve_remote(dev, qp, to, Access::REMOTE_WRITE, len) else {
             return Response::Nak(Nak::RemoteAccess);
         };
         let Ok(target) = one_span(span) else {
@@ -193,11 +193,11 @@ fn read(
         return Response::Nak(Nak::InvalidRequest);
     }
     let len = sink.len();
-    let _responder = match lock(qp, access::REMOTE_READ) {
+    let _responder = match lock(qp, Access::REMOTE_READ) {
         Ok(guard) => guard,
         Err(response) => return response,
     };
-    let Some(span) = resolve_remote(dev, qp, from, access::REMOTE_READ, len) else {
+    let Some(span) = resolve_remote(dev, qp, from, Access::REMOTE_READ, len) else {
         return Response::Nak(Nak::RemoteAccess);
     };
     let Ok(source) = one_span(span) else {
@@ -219,11 +219,11 @@ pub(crate) fn atomic(
     if service != QpType::Rc || at.va % 8 != 0 {
         return Response::Nak(Nak::InvalidRequest);
     }
-    let _responder = match lock(qp, access::REMOTE_ATOMIC) {
+    let _responder = match lock(qp, Access::REMOTE_ATOMIC) {
         Ok(guard) => guard,
         Err(response) => return response,
     };
-    let Some(span) = resolve_remote(dev, qp, at, access::REMOTE_ATOMIC, 8) else {
+    let Some(span) = resolve_remote(dev, qp, at, Access::REMOTE_ATOMIC, 8) else {
         return Response::Nak(Nak::RemoteAccess);
     };
     // Atomic with respect to the other atomics of the device.
@@ -256,11 +256,11 @@ pub(crate) fn atomic_write(
     if service != QpType::Rc || at.va % 8 != 0 {
         return Response::Nak(Nak::InvalidRequest);
     }
-    let _responder = match lock(qp, access::REMOTE_WRITE) {
+    let _responder = match lock(qp, Access::REMOTE_WRITE) {
         Ok(guard) => guard,
         Err(response) => return response,
     };
-    let Some(span) = resolve_remote(dev, qp, at, access::REMOTE_WRITE, 8) else {
+    let Some(span) = resolve_remote(dev, qp, at, Access::REMOTE_WRITE, 8) else {
         return Response::Nak(Nak::RemoteAccess);
     };
     // Not torn by the device's own atomics either.
@@ -447,7 +447,9 @@ pub(crate) fn finish_receive(
         // A receive error moves the receiver to the error state too; an SRQ's other WQEs
         // stay for the other QPs.
         d.enter_error();
-        crate::log::error_completion(d, false, wc.status);
+        // Every status written above is a `WcStatus`.
+        let status = WcStatus::from_raw(wc.status).unwrap_or(WcStatus::GeneralErr);
+        crate::log::error_completion(d, false, status);
         if d.srq.is_none() {
             let mut ci = d.rq_ci.lock();
             flush(d, false, &mut ci);

@@ -132,12 +132,12 @@ impl SrdmaSrq {
         mask: SrqAttrMask,
         _udata: Option<UData<'_>>,
     ) -> Result {
-        if mask.has(SrqAttrMask::MAX_WR) {
+        if mask.contains(SrqAttrMask::MAX_WR) {
             // The ring is mapped by the process; resizing it is not supported.
             return Err(EOPNOTSUPP);
         }
         let mut cur = srq.attr.lock();
-        if mask.has(SrqAttrMask::LIMIT) {
+        if mask.contains(SrqAttrMask::LIMIT) {
             if attr.srq_limit > cur.max_wr {
                 return Err(EINVAL);
             }

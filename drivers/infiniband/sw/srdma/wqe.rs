@@ -14,11 +14,12 @@ use crate::{
     payload::{Segments, SpanList},
     qp::{QpShared, Ring},
     trace,
-    wc::{WcStatus, WrOpcode},
+    wc::{self, WcStatus, WrOpcode},
 };
 use kernel::{
     prelude::*,
     rdma::{
+        mr::Access,
         uapi::{
             srdma_rq_wqe_hdr, srdma_sge, srdma_wqe_bind, srdma_wqe_ctrl, srdma_wqe_remote,
             srdma_wqe_ud, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE,
@@ -64,7 +65,7 @@ impl SendWqe {
         Ok(Self {
             off,
             wr_id: ctrl.wr_id,
-            opcode: WrOpcode::from_wqe(ctrl.opcode, q.handle.is_some()),
+            opcode: wc::wqe_opcode(ctrl.opcode, q.handle.is_some()),
             signaled: q.sq_sig_all || flag(SRDMA_WQE_SIGNALED),
             solicited: flag(SRDMA_WQE_SOLICITED),
             inline: flag(SRDMA_WQE_INLINE),
@@ -96,7 +97,7 @@ impl SendWqe {
         &self,
         dev: &Device<SrdmaDevice>,
         q: &QpShared,
-        need: u32,
+        need: Access,
     ) -> core::result::Result<Segments, WcStatus> {
         let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
         let body = self.off + SRDMA_SQ_WQE_HDR_SIZE as usize;
@@ -163,7 +164,7 @@ impl SendWqe {
         q: &QpShared,
     ) -> core::result::Result<Segments, WcStatus> {
         if !self.inline {
-            return self.sges(dev, q, 0);
+            return self.sges(dev, q, Access::empty());
         }
         let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
         let len = self.inline_len as usize;
@@ -204,8 +205,9 @@ impl RecvWqe {
     }
 
     /// The memory its SGEs name for the first `len` bytes of a message (for all their bytes if
-    /// `None`), in PD `q.pd` with the right to write it; each SGE is checked (as far as the message reaches into it) before a
-    /// byte moves. `max_sge` is the most SGEs the queue was created for.
+    /// `None`), in PD `q.pd` with the right to write it; each SGE is checked (as far as the
+    /// message reaches into it) before a byte moves. `max_sge` is the most SGEs the queue was
+    /// created for.
     pub(crate) fn sink(
         &self,
         dev: &Device<SrdmaDevice>,
@@ -241,7 +243,7 @@ impl RecvWqe {
                 dev,
                 sge.lkey,
                 &q.pd,
-                kernel::rdma::mr::access::LOCAL_WRITE,
+                Access::LOCAL_WRITE,
                 sge.addr,
                 take as u64,
                 local.as_ref(),

@@ -28,7 +28,7 @@ pub(crate) struct Local {
 /// srdma device here has the GID.
 pub(super) fn find(from: &Device<SrdmaDevice>, dgid: &[u8; 16], qpn: u32) -> Option<Local> {
     let net = from.netdev(PORT)?.net()?;
-    let ndev = net::device::Device::find_by_ip(&net, dgid)?;
+    let ndev = net::device::Device::find_by_addr(&net, net::ip::Addr::from_mapped(dgid))?;
     let dev = Device::<SrdmaDevice>::get_by_netdev(&ndev)?;
     // An srdma device at `dgid` answers for its QPs, whether the QP is there or not.
     let qp = dev.qps().lock().get(qpn);

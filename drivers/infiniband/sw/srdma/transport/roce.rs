@@ -453,7 +453,8 @@ fn is_ours(dev: &Device<SrdmaDevice>, dgid: &[u8; 16]) -> bool {
     let Some(net) = ndev.net() else {
         return false;
     };
-    net::device::Device::find_by_ip(&net, dgid).is_some_and(|d| d.ifindex() == ndev.ifindex())
+    net::device::Device::find_by_addr(&net, net::ip::Addr::from_mapped(dgid))
+        .is_some_and(|d| d.ifindex() == ndev.ifindex())
 }
 
 /// A UD or GSI datagram for `qp`: goes to the responder as a loopback one would, GRH area

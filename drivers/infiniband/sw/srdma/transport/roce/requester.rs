@@ -3,10 +3,10 @@
 //! The RC and UC requester on the wire, and the RC completer that its responses feed.
 //!
 //! A request leaves as packets of at most the path MTU, one PSN each (a READ request takes as
-//! many PSNs as its responses), the last asking for an acknowledgement. An RC WQE then waits
+//! many PSNs as its responses), the last asking for an acknowledgment. An RC WQE then waits
 //! in flight, in SQ order, with the memory it names, until the responder acknowledges it: an
-//! ACK of its last PSN or a later one (coalesced), a READ response or atomic acknowledgement
-//! that comes after it (implied), or its own READ responses and atomic acknowledgement. The
+//! ACK of its last PSN or a later one (coalesced), a READ response or atomic acknowledgment
+//! that comes after it (implied), or its own READ responses and atomic acknowledgment. The
 //! send queue goes on while the oldest WQEs wait, up to a window of unacknowledged PSNs.
 //!
 //! What goes wrong is handled as IBA 9.7 says: a PSN sequence error NAK sends again from the
@@ -42,13 +42,13 @@ use kernel::{
     time::Ktime,
 };
 
-/// The most PSNs in flight without an acknowledgement, as rxe allows.
+/// The most PSNs in flight without an acknowledgment, as rxe allows.
 const WINDOW: u32 = 128;
 
 /// How long a timeout waits for received packets to be processed before it counts (1 ms).
 const RX_GRACE_NS: i64 = 1_000_000;
 
-/// Inside a long message every this many packets ask for an acknowledgement too, so that the
+/// Inside a long message every this many packets ask for an acknowledgment too, so that the
 /// requester sees progress (and restarts its timer) before the message ends.
 const ACK_EVERY: u32 = 16;
 
@@ -76,7 +76,7 @@ pub(crate) enum Outgoing {
     AtomicWrite { at: Remote, value: u64 },
 }
 
-/// A WQE in flight: sent, waiting for its acknowledgement.
+/// A WQE in flight: sent, waiting for its acknowledgment.
 struct InFlight {
     wqe: SendWqe,
     /// `None` for a WQE that failed before it was sent, completing in its turn.
@@ -564,7 +564,7 @@ fn retire_failed(q: &QpShared, ci: &mut u32, wr: &mut WireReq) -> bool {
     false
 }
 
-/// Retires the WQEs an acknowledgement of PSN `psn` covers: those an ACK completes, wholly at
+/// Retires the WQEs an acknowledgment of PSN `psn` covers: those an ACK completes, wholly at
 /// or before `psn` (`through`) or before it.
 fn acked(q: &QpShared, ci: &mut u32, wr: &mut WireReq, psn: u32, through: bool) -> bool {
     loop {
@@ -737,7 +737,7 @@ fn complete(
             };
             if let Some(Outgoing::AtomicWrite { .. }) = f.out {
                 // Answered by an RDMA READ response without data (IBA annex A19) whose AETH
-                // says ACK; a NAK comes as an acknowledgement packet.
+                // says ACK; a NAK comes as an acknowledgment packet.
                 let done = op == Operation::ReadResponseOnly
                     && psn == f.first_psn
                     && pkt.payload.is_empty()

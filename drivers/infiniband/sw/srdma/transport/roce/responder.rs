@@ -5,7 +5,7 @@
 //! WRITE's memory, resolved and checked at the message's first packet.
 //!
 //! An RC responder answers as IBA 9.7 says and rxe does: an ACK for every packet that asks
-//! for one (AckReq), READ responses and atomic acknowledgements carrying the request's PSN,
+//! for one (AckReq), READ responses and atomic acknowledgments carrying the request's PSN,
 //! one PSN sequence error NAK for a gap (then silence until the expected PSN comes), ACKs
 //! again for duplicate SENDs and WRITEs, READs served again and atomics answered from their
 //! saved result without executing them twice, RNR NAKs when no receive WQE is posted, and
@@ -32,7 +32,7 @@ use kernel::{
     alloc::{flags::GFP_KERNEL, KVec},
     error::Result,
     rdma::{
-        mr::access,
+        mr::Access,
         qp::{QpAttr, QpState, QpType},
         roce::{Aeth, Bth, Headers, Opcode, Operation, Packet, Reth, Service},
         Device,
@@ -117,7 +117,7 @@ enum InMsg {
 /// The responder's side of an RC or UC QP on the wire.
 pub(crate) struct WireResp {
     msg: Option<InMsg>,
-    /// Messages completed (the MSN of acknowledgements).
+    /// Messages completed (the MSN of acknowledgments).
     msn: u32,
     /// A PSN sequence error NAK went out for the expected PSN: the gap is not reported again.
     nak_sent: bool,
@@ -203,7 +203,7 @@ fn reply_ends(qp: &QpShared, attr: &QpAttr, arrived: &Arrived) -> Ends {
     }
 }
 
-/// Sends an acknowledgement of `op` (ACK, NAK, atomic ACK) with PSN `psn`.
+/// Sends an acknowledgment of `op` (ACK, NAK, atomic ACK) with PSN `psn`.
 fn answer(
     dev: &Device<SrdmaDevice>,
     ends: &Ends,
@@ -442,7 +442,7 @@ fn message(
             }
         } else {
             let reth = h.reth.ok_or(Nak::InvalidRequest)?;
-            let target = reth_memory(dev, qp, &reth, access::REMOTE_WRITE)?;
+            let target = reth_memory(dev, qp, &reth, Access::REMOTE_WRITE)?;
             InMsg::Write {
                 target,
                 at: 0,
@@ -551,7 +551,7 @@ fn read(
 ) -> core::result::Result<u32, Refusal> {
     let reth = pkt.headers.reth.ok_or(Nak::InvalidRequest)?;
     let len = reth.len as usize;
-    let source = reth_memory(dev, qp, &reth, access::REMOTE_READ)?;
+    let source = reth_memory(dev, qp, &reth, Access::REMOTE_READ)?;
     Ok(send_read_responses(
         dev,
         ends,
@@ -569,7 +569,7 @@ fn reth_memory(
     dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     reth: &Reth,
-    need: u32,
+    need: Access,
 ) -> core::result::Result<Option<Segments>, Refusal> {
     let len = reth.len as usize;
     if len == 0 {
