@@ -25,11 +25,12 @@ help:
 	@echo "make profile perf profile of one perftest run on the bench kernel: out/profile/report.txt"
 	@echo "             (PROFILE_VARIANT=srdma PROFILE_TEST=ib_send_lat PROFILE_SIZE=8 PROFILE_ITERS=10000)"
 	@echo "make kernel  build the kernel and modules (incremental) in \$$SRDMA_BUILD"
+	@echo "make ktest   build and install the kselftests from the kernel tree (run by make check)"
 	@echo "make bench-kernel  build the bench kernel (no debug options) in \$$SRDMA_BENCH_BUILD"
 	@echo "make provider  build the rdma-core provider (libsrdma-rdmav34.so)"
 	@echo "make vm      interactive shell in the VM; make vm CMD='...' runs one command"
 	@echo "make install install the provider system-wide (libibverbs' directory, /etc/libibverbs.d)"
-	@echo "make lint    rustfmt and clippy on the Rust code (make fmt formats it), make htmldocs"
+	@echo "make lint    rustfmt, clippy, rustdoc, make series' checkpatch, make htmldocs (make fmt formats)"
 	@echo "make htmldocs  Documentation/infiniband (srdma.rst) as HTML in \$$SRDMA_BUILD/Documentation/output"
 	@echo "make series  the project as patches on Linux 6.12, checked by checkpatch --strict: out/series"
 	@echo "make clean   remove the build directory and test output"
@@ -52,24 +53,24 @@ provider: setup
 
 # CMD is one shell command line for the guest: quoted here so that the host's shell passes it
 # whole (";", "&&", "|" and redirections run in the VM), and taken unexpanded ($(value)).
-vm: kernel provider
+vm: kernel provider ktest
 	@tools/vm/run.sh $(if $(CMD),--shell '$(subst ','\'',$(value CMD))')
 
 demo: kernel provider
 	@tools/vm/run.sh --timeout 600 -- $(CURDIR)/tools/demo.sh
 
-# The kernel-caller selftest module, built against the kernel tree.
+# The kselftests (selftests/, at tools/testing/selftests/drivers/infiniband/srdma in the kernel
+# tree), built and installed the kernel's way in $(SRDMA_BUILD)/kselftest/kselftest_install.
 ktest: kernel
-	@mkdir -p "$(SRDMA_BUILD)/srdma-kverbs"
-	@cp selftests/kverbs/Kbuild selftests/kverbs/srdma_kverbs.c "$(SRDMA_BUILD)/srdma-kverbs/"
-	@tools/kernel/build.sh -s M="$(SRDMA_BUILD)/srdma-kverbs" modules
+	@tools/kernel/build.sh --kselftest > "$(SRDMA_BUILD)/kselftest-build.log" 2>&1 || \
+		{ tail -30 "$(SRDMA_BUILD)/kselftest-build.log"; exit 1; }
 
 check: kernel provider ktest
 	@tools/check.sh "$(OUT)/check"
 
 # Opt-in: srdma in one guest and rxe (SRDMA_2VM_PEER=srdma: srdma) in another, joined by a
 # QEMU dgram netdev (tools/vm/two.sh).
-check-2vm: kernel provider
+check-2vm: kernel provider ktest
 	@tools/vm/two.sh "$(OUT)/check-2vm"
 
 # The README's promise from nothing: both commands in a throwaway cache (tools/fresh.sh).

@@ -1,45 +1,46 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Shared helpers for the srdma kselftests: TAP output and test fixtures.
-# Each test script prints "TAP version 13", one "ok"/"not ok" line per check, the plan
-# at the end, and exits 0 (all passed or skipped), 1 (a failure) or 4 (all skipped).
+# Shared helpers for the srdma kselftests: TAP output (kselftest's ktap_helpers.sh) and test
+# fixtures. Each test script prints "TAP version 13", one "ok"/"not ok" line per check, the
+# plan at the end, and exits 0 (all passed or skipped) or 1 (a failure); one that cannot run
+# at all prints "1..0 # SKIP" and exits 4.
 
-KSFT_PASS=0
-KSFT_FAIL=1
-KSFT_SKIP=4
+_srdma_dir=$(dirname "${BASH_SOURCE[0]}")
+# kselftest's TAP helpers, beside this directory's in the kernel tree and in an installed suite.
+# shellcheck source=../../../kselftest/ktap_helpers.sh
+. "$_srdma_dir/../../../kselftest/ktap_helpers.sh"
 
-_tap_n=0
-_tap_pass=0
-_tap_fail=0
-_tap_skip=0
+ktap_print_header
 
-echo "TAP version 13"
-
-# Prints a diagnostic line.
+# Prints a diagnostic line per line of its arguments, whitespace kept.
 diag() {
 	local line
 	while IFS= read -r line; do
-		echo "# $line"
+		printf '# %s\n' "$line"
 	done <<<"$*"
 }
 
+# The ktap helpers print descriptions unquoted: no globbing, so "srdma:*" stays as it is.
 ok() {
-	_tap_n=$((_tap_n + 1)); _tap_pass=$((_tap_pass + 1))
-	echo "ok $_tap_n $1"
+	local -
+	set -f
+	ktap_test_pass "$1"
 }
 
 # fail DESC [DETAILS...]
 fail() {
-	_tap_n=$((_tap_n + 1)); _tap_fail=$((_tap_fail + 1))
-	echo "not ok $_tap_n $1"
+	local -
+	set -f
+	ktap_test_fail "$1"
 	shift
 	[ $# -eq 0 ] || diag "$*"
 }
 
 # skip DESC REASON
 skip() {
-	_tap_n=$((_tap_n + 1)); _tap_skip=$((_tap_skip + 1))
-	echo "ok $_tap_n $1 # SKIP $2"
+	local -
+	set -f
+	ktap_test_skip "$1: $2"
 }
 
 # check DESC CMD...: passes when CMD succeeds; its output is shown on failure.
@@ -101,22 +102,16 @@ cm_listening() {
 	rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:$1\b"
 }
 
-# Ends the test: prints the plan and totals, exits with the kselftest code.
+# Ends the test: the plan is the results printed; exits with the kselftest code.
 finish() {
-	echo "1..$_tap_n"
-	echo "# Totals: pass:$_tap_pass fail:$_tap_fail xfail:0 xpass:0 skip:$_tap_skip error:0"
-	if [ "$_tap_fail" -gt 0 ]; then
-		exit $KSFT_FAIL
-	elif [ "$_tap_pass" -eq 0 ] && [ "$_tap_skip" -gt 0 ]; then
-		exit $KSFT_SKIP
-	fi
-	exit $KSFT_PASS
+	ktap_set_plan $((KTAP_TESTNO - 1))
+	ktap_finished
 }
 
 # Skips the whole test (prerequisite missing).
 skip_all() {
-	echo "1..0 # SKIP $1"
-	exit $KSFT_SKIP
+	ktap_skip_all "$1"
+	exit "$KSFT_SKIP"
 }
 
 require_cmd() {
@@ -252,10 +247,7 @@ fold_tap() {
 	local line
 	while IFS= read -r line; do
 		case $line in
-		"ok "*"# SKIP"*)
-			line=${line#ok [0-9]* }
-			skip "$1: ${line%% # SKIP*}" "${line#* # SKIP }"
-			;;
+		"ok "[0-9]*" # SKIP"*) skip "$1" "${line#* # SKIP }" ;;
 		"ok "*) ok "$1: ${line#ok [0-9]* }" ;;
 		"not ok "*) fail "$1: ${line#not ok [0-9]* }" ;;
 		"Bail out!"*) fail "$1: $line" ;;
@@ -281,11 +273,14 @@ tap_verdict() {
 	if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 		fail "$prefix: finished within $secs s" "timed out after $results results"
 	elif [ "$status" -gt 128 ]; then
-		fail "$prefix: ran to the end" "killed by signal $((status - 128)) after $results results"
+		fail "$prefix: ran to the end" \
+			"killed by signal $((status - 128)) after $results results"
 	elif [ -z "$plan" ]; then
-		fail "$prefix: printed its plan" "exit $status after $results results and no plan line"
+		fail "$prefix: printed its plan" \
+			"exit $status after $results results and no plan line"
 	elif [ "$plan" -ne "$results" ]; then
-		fail "$prefix: printed every planned result" "plan 1..$plan, $results results, exit $status"
+		fail "$prefix: printed every planned result" \
+			"plan 1..$plan, $results results, exit $status"
 	elif [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && ! [ "$status.$plan" = 4.0 ]; then
 		fail "$prefix: exited 0" "exit $status with no failing result"
 	fi
@@ -295,36 +290,31 @@ tap_verdict() {
 # reports its results as this test's under PREFIX and fails the test if it did not finish as
 # promised (tap_verdict). Its diagnostics are shown when something failed.
 tap_run() {
-	local prefix=$1 secs=$2 log status before=$_tap_fail
+	local prefix=$1 secs=$2 log status before=$KTAP_CNT_FAIL
 	shift 2
 	log=$(mktemp)
 	timeout -k 5 "$secs" "$@" > "$log" 2>&1
 	status=$?
 	fold_tap "$prefix" < "$log"
 	tap_verdict "$prefix" "$status" "$secs" < "$log"
-	if [ "$_tap_fail" -gt "$before" ]; then
+	if [ "$KTAP_CNT_FAIL" -gt "$before" ]; then
 		diag "$(grep -v -e '^ok ' -e '^not ok ' "$log" | tail -40)"
 	fi
 	rm -f "$log"
 }
 
-# prog NAME: builds selftests/NAME.c against libibverbs (warnings are errors) once per test
-# script and sets PROG to its path; fails the test and returns 1 if it does not build.
-_prog_dir=
-_prog_src=$(dirname "${BASH_SOURCE[0]}")
+# prog NAME: sets PROG to the test program NAME built beside this file (make's
+# TEST_GEN_PROGS_EXTENDED); fails the test and returns 1 if it was not built.
+_prog_dir=$_srdma_dir
 prog() {
-	local out
-	[ -n "$_prog_dir" ] || _prog_dir=$(mktemp -d)
 	PROG=$_prog_dir/$1
 	[ -x "$PROG" ] && return 0
-	if ! out=$(cc -O2 -Wall -Werror -o "$PROG" "$_prog_src/$1.c" \
-		-libverbs -lpthread 2>&1); then
-		fail "build $1.c" "$out"
-		return 1
-	fi
+	fail "test program $1" "$PROG was not built" \
+		"(make -C tools/testing/selftests TARGETS=drivers/infiniband/srdma)"
+	return 1
 }
 
-# c_tap PREFIX SECONDS NAME ARGS...: builds selftests/NAME.c and runs it with ARGS as tap_run.
+# c_tap PREFIX SECONDS NAME ARGS...: runs test program NAME with ARGS as tap_run.
 c_tap() {
 	local prefix=$1 secs=$2
 	prog "$3" || return
@@ -334,9 +324,11 @@ c_tap() {
 
 # no_user_qps_left: checks that the processes left no QP on the srdma devices (ib_mad's GSI
 # QPs, comm [ib_core], belong to the devices).
+user_qps() {
+	rdma res show qp 2>/dev/null | grep srdma_ | grep -v "comm \[ib_core\]"
+}
 no_user_qps_left() {
-	check "rdma res: nothing left" \
-		eval '[ -z "$(rdma res show qp 2>/dev/null | grep srdma_ | grep -v "comm \[ib_core\]")" ]'
+	check "rdma res: nothing left" eval '[ -z "$(user_qps)" ]'
 }
 
 # virtio_nics: the VM's virtio-net interfaces, one per line (udev may have renamed them).

@@ -41,8 +41,8 @@ static void open_attack_side(struct side *s, const char *name)
 }
 
 /* Attacker mode: reports each attack as "RESULT DESCRIPTION" lines on stdout. */
-static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t rkey,
-		    uint64_t raddr)
+static int run_attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t rkey,
+			uint64_t raddr)
 {
 	struct side s;
 	union ibv_gid gid;
@@ -53,7 +53,8 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	open_attack_side(&s, dev);
 	for (int i = 0; i < 16; i++)
-		sscanf(vgid + 2 * i, "%2hhx", &gid.raw[i]);
+		if (sscanf(vgid + 2 * i, "%2hhx", &gid.raw[i]) != 1)
+			return 1;
 	qp = side_qp(&s, IBV_QPT_RC);
 	uc = side_qp(&s, IBV_QPT_UC);
 	if (!qp || !uc)
@@ -69,12 +70,12 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 		{ IBV_WR_RDMA_READ, "an RDMA READ with the victim's rkey" },
 		{ IBV_WR_ATOMIC_FETCH_AND_ADD, "an atomic with the victim's rkey" },
 	};
-	for (unsigned int i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(attacks); i++) {
 		if (connect_qp(qp, vqpn, &gid, (struct conn){ s.gidx, PSN }))
 			return 1;
 		memset(s.buf, 0x11, BUF);
 		post_one(qp, attacks[i].op, s.mr->lkey, (uintptr_t)s.buf,
-		     attacks[i].op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 64, raddr, rkey);
+			 attacks[i].op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 64, raddr, rkey);
 		st = next_status(s.cq);
 		printf("%d %s fails with RETRY_EXC_ERR (status %d)\n", st == IBV_WC_RETRY_EXC_ERR,
 		       attacks[i].what, st);
@@ -94,8 +95,10 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 	printf("%d a UC RDMA WRITE to an RC QP completes at the sender only (status %d)\n",
 	       st == IBV_WC_SUCCESS, st);
 
-	/* The lkeys of kernel MRs (ib_mad's DMA MR and any other): whatever the key byte, a
-	 * user QP's SGE that names one fails before a byte moves. */
+	/*
+	 * The lkeys of kernel MRs (ib_mad's DMA MR and any other): whatever the key byte, a
+	 * user QP's SGE that names one fails before a byte moves.
+	 */
 	refused = 0;
 	for (uint32_t key = 1 << 8; key < 4 << 8; key++) {
 		if (connect_qp(qp, qp->qp_num, &s.gid, (struct conn){ s.gidx }))
@@ -107,8 +110,8 @@ static int attacker(const char *dev, uint32_t vqpn, const char *vgid, uint32_t r
 		else
 			printf("# lkey 0x%x: status %d\n", key, st);
 	}
-	printf("%d 768 lkeys of other PDs (kernel MRs among them) all fail with LOC_PROT_ERR "
-	       "(%d did)\n", refused == 768, refused);
+	printf("%d 768 lkeys of other PDs (kernel MRs among them)", refused == 768);
+	printf(" all fail with LOC_PROT_ERR (%d did)\n", refused);
 	fflush(stdout);
 	return 0;
 }
@@ -124,13 +127,13 @@ int main(int argc, char **argv)
 	char line[256];
 
 	if (argc == 7 && !strcmp(argv[1], "attacker"))
-		return attacker(argv[2], strtoul(argv[3], NULL, 0), argv[4],
+		return run_attacker(argv[2], strtoul(argv[3], NULL, 0), argv[4],
 				strtoul(argv[5], NULL, 0), strtoull(argv[6], NULL, 0));
 	if (argc != 3) {
 		fprintf(stderr, "usage: %s DEV_A DEV_B\n", argv[0]);
 		return 2;
 	}
-	printf("TAP version 13\n");
+	ksft_print_header();
 	open_attack_side(&A, argv[1]);
 	open_attack_side(&B, argv[2]);
 	p = side_qp(&A, IBV_QPT_RC);
@@ -184,9 +187,11 @@ int main(int argc, char **argv)
 	result(next_status(A.cq) == IBV_WC_SUCCESS && next_status(B.cq) == IBV_WC_SUCCESS &&
 	       B.buf[0] == 0x77, "victim: its peer's SEND with the expected PSN still arrives");
 
-	/* A peer that is connected but sends a PSN other than the expected one, or from a GID
+	/*
+	 * A peer that is connected but sends a PSN other than the expected one, or from a GID
 	 * other than the one v's address vector names (DEV_A's second address), is dropped the
-	 * same way. */
+	 * same way.
+	 */
 	union ibv_gid other;
 	int other_gidx = next_v4_gid(&A, A.gidx, &other);
 
@@ -202,8 +207,10 @@ int main(int argc, char **argv)
 		struct ibv_qp *p2 = side_qp(&A, IBV_QPT_RC), *v2 = side_qp(&B, IBV_QPT_RC);
 		union ibv_gid g0;
 
-		if (!p2 || !v2 || wrong[i].sgidx < 0 || ibv_query_gid(A.ctx, 1, wrong[i].sgidx, &g0) ||
-		    connect_qp(p2, v2->qp_num, &B.gid, (struct conn){ wrong[i].sgidx, wrong[i].psn }) ||
+		if (!p2 || !v2 || wrong[i].sgidx < 0 ||
+		    ibv_query_gid(A.ctx, 1, wrong[i].sgidx, &g0) ||
+		    connect_qp(p2, v2->qp_num, &B.gid,
+			       (struct conn){ wrong[i].sgidx, wrong[i].psn }) ||
 		    connect_qp(v2, p2->qp_num, &A.gid, (struct conn){ B.gidx, 0, PSN }) ||
 		    post_recv_one(v2, &B, BUF)) {
 			result(0, "set up a pair for %s", wrong[i].what);
@@ -212,13 +219,13 @@ int main(int argc, char **argv)
 		post_one(p2, IBV_WR_SEND, A.mr->lkey, (uintptr_t)A.buf, 64, 0, 0);
 		st = next_status(A.cq);
 		result(st == IBV_WC_RETRY_EXC_ERR && next_status(B.cq) == -1,
-		       "%s: the sender gets RETRY_EXC_ERR (%d), the receiver nothing", wrong[i].what,
+		       "%s: the sender gets RETRY_EXC_ERR (%d), the receiver nothing",
+		       wrong[i].what,
 		       st);
 		ibv_destroy_qp(p2);
 		ibv_destroy_qp(v2);
 	}
 	ibv_destroy_qp(p);
 	ibv_destroy_qp(v);
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

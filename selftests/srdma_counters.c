@@ -19,14 +19,15 @@
 
 #include "srdma_tap.h"
 
-static const char *names[] = {
+static const char * const names[] = {
 	"sent_pkts", "rcvd_pkts", "rdma_sends", "rdma_recvs", "out_of_buffer", "rcvd_rnr_err",
 	"send_rnr_err", "retry_exceeded_err", "retry_rnr_exceeded_err", "inline_posts",
 	"inline_bytes", "sge_posts", "sge_bytes", "inline_refused", "doorbells", "kicks",
 	"poller_wakeups", "poller_sleeps", "completions", "err_local_prot", "err_remote_access",
 	"err_length", "err_flush", "cq_overflows", "ring_errors",
 };
-#define NCNT (sizeof(names) / sizeof(names[0]))
+
+#define NCNT (ARRAY_SIZE(names))
 
 struct snap { unsigned long long v[2][NCNT]; };
 
@@ -37,7 +38,7 @@ static struct ibv_cq *cq[2];
 static struct ibv_mr *mr[2];
 static char *buf[2];
 static union ibv_gid gid[2];
-#define BUF (1 << 20)
+#define BUF (1024 * 1024)
 
 /*
  * Reads every counter of both devices through netlink (`rdma statistic`), which asks the
@@ -59,10 +60,10 @@ static void snapshot(struct snap *s)
 			pclose(f);
 		out[len] = 0;
 		/* "link DEV/1 NAME VALUE NAME VALUE ..." */
-		for (tok = strtok_r(out, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
+		for (tok = strtok_r(out, "\n ", &save); tok; tok = strtok_r(NULL, "\n ", &save))
 			for (unsigned int i = 0; i < NCNT; i++)
 				if (!strcmp(tok, names[i])) {
-					char *v = strtok_r(NULL, " \n", &save);
+					char *v = strtok_r(NULL, "\n ", &save);
 
 					if (v)
 						s->v[d][i] = strtoull(v, NULL, 10);
@@ -93,7 +94,8 @@ static void expect(const struct snap *before, const char *what, ...)
 		unsigned int i;
 
 		for (i = 0; i < NCNT; i++)
-			if (strlen(names[i]) == (size_t)(eq - e - 2) && !strncmp(e + 2, names[i], eq - e - 2))
+			if (strlen(names[i]) == (size_t)(eq - e - 2) && !strncmp(e + 2, names[i],
+										 eq - e - 2))
 				break;
 		if (i == NCNT || d < 0 || d > 1) {
 			printf("# bad expectation %s\n", e);
@@ -109,7 +111,8 @@ static void expect(const struct snap *before, const char *what, ...)
 			long long got = now.v[d][i] - before->v[d][i];
 
 			if (got != want[d][i]) {
-				printf("# %s %s: +%lld, expected +%lld\n", devname[d], names[i], got,
+				printf("# %s %s: +%lld, expected +%lld\n", devname[d], names[i],
+				       got,
 				       want[d][i]);
 				ok = 0;
 			}
@@ -137,7 +140,8 @@ static int to_rts(struct ibv_qp *q, uint32_t dqpn, const union ibv_gid *dgid)
 	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 1, .retry_cnt = 1,
 				   .rnr_retry = 0, .max_rd_atomic = 1 };
 	return ibv_modify_qp(q, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 struct pair { struct ibv_qp *a, *b; struct ibv_cq *cqa, *cqb; };
@@ -152,9 +156,11 @@ static int new_pair(struct pair *p, struct ibv_cq *cqa, struct ibv_cq *cqb)
 
 	p->cqa = cqa;
 	p->cqb = cqb;
-	ia.send_cq = ia.recv_cq = cqa;
+	ia.send_cq = cqa;
+	ia.recv_cq = cqa;
 	p->a = ibv_create_qp(pd[0], &ia);
-	ia.send_cq = ia.recv_cq = cqb;
+	ia.send_cq = cqb;
+	ia.recv_cq = cqb;
 	p->b = ibv_create_qp(pd[1], &ia);
 	if (!p->a || !p->b || to_rts(p->a, p->b->qp_num, &gid[1]) ||
 	    to_rts(p->b, p->a->qp_num, &gid[0]))
@@ -229,7 +235,8 @@ static void find_maps(void)
 
 	nmaps = 0;
 	while (f && fgets(line, sizeof(line), f) && nmaps < 128)
-		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-%lx", &lo,
+								     &hi) == 2) {
 			maps[nmaps].addr = (char *)lo;
 			maps[nmaps].len = hi - lo;
 			nmaps++;
@@ -305,7 +312,7 @@ int main(int argc, char **argv)
 	struct ibv_wc wc[4];
 	int n;
 
-	printf("TAP version 13\n");
+	ksft_print_header();
 	if (argc < 3) {
 		printf("Bail out! usage: srdma_counters DEV_A DEV_B\n");
 		return 1;
@@ -376,7 +383,8 @@ int main(int argc, char **argv)
 		struct ibv_send_wr w = { .wr_id = 4, .sg_list = &sg, .num_sge = 1,
 					 .opcode = IBV_WR_RDMA_WRITE,
 					 .send_flags = IBV_SEND_SIGNALED,
-					 .wr.rdma = { (uintptr_t)buf[1], mr[1]->rkey + 256 } }, *bad;
+					 .wr.rdma = { (uintptr_t)buf[1],
+						     mr[1]->rkey + 256 } }, *bad;
 
 		ibv_post_send(p.a, &w, &bad);
 	}
@@ -438,7 +446,8 @@ int main(int argc, char **argv)
 		}
 		db = find_words(pattern, 4);
 		if (!slot0 || !slot1 || !db) {
-			result(0, "found the SQ ring (%p, %p) and doorbell record (%p)", slot0, slot1,
+			result(0, "found the SQ ring (%p, %p) and doorbell record (%p)", slot0,
+			       slot1,
 			       db);
 			result(0, "garbage opcode (skipped)");
 			result(0, "garbage producer index (skipped)");
@@ -446,7 +455,8 @@ int main(int argc, char **argv)
 			char *wqe = slot0 + 7 * (slot1 - slot0);
 			int ret;
 
-			result(1, "found the SQ ring (WQE size %td) and doorbell record", slot1 - slot0);
+			result(1, "found the SQ ring (WQE size %td) and doorbell record",
+			       slot1 - slot0);
 			snapshot(&s);
 			memset(wqe, 0, 32);
 			memcpy(wqe, &magic, 8);
@@ -456,16 +466,22 @@ int main(int argc, char **argv)
 			ret = kick(p.a);
 			n = poll_n(cq[0], wc, 1);
 			/* The QP enters the error state: its 5 posted receives are flushed. */
-			expect(&s, "a WQE with an unknown opcode: ring_errors +1", "A:ring_errors=1",
-			       "A:kicks=1", "A:doorbells=1", "A:completions=6", "A:err_flush=5", NULL);
+			expect(&s, "a WQE with an unknown opcode: ring_errors +1",
+			       "A:ring_errors=1",
+			       "A:kicks=1", "A:doorbells=1", "A:completions=6", "A:err_flush=5",
+			       NULL);
 			result(!ret && n == 1 && wc[0].status == IBV_WC_LOC_QP_OP_ERR,
 			       "and it completed LOC_QP_OP_ERR (kick %d)", ret);
 
-			/* Back to RTS: indices from 0, then a producer index far beyond the ring. */
+			/*
+			 * Back to RTS: indices from 0, then a producer index far beyond the
+			 * ring.
+			 */
 			struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
 
 			poll_n(cq[0], wc, 4);
-			if (ibv_modify_qp(p.a, &qa, IBV_QP_STATE) || to_rts(p.a, p.b->qp_num, &gid[1]))
+			if (ibv_modify_qp(p.a, &qa, IBV_QP_STATE) || to_rts(p.a, p.b->qp_num,
+									    &gid[1]))
 				printf("# cannot bring the QP back to RTS: %s\n", strerror(errno));
 			snapshot(&s);
 			__atomic_store_n(&db[0], 1000, __ATOMIC_RELEASE);
@@ -528,10 +544,10 @@ int main(int argc, char **argv)
 		snprintf(e[7], 64, "B:rcvd_pkts=%d", total);
 		snprintf(e[8], 64, "B:rdma_recvs=%d", total);
 		snprintf(e[9], 64, "B:completions=%d", total);
-		expect(&s, "concurrent totals: no increment lost", e[0], e[1], e[2], e[3], e[4], e[5],
+		expect(&s, "concurrent totals: no increment lost", e[0], e[1], e[2], e[3], e[4],
+		       e[5],
 		       e[6], e[7], e[8], e[9], NULL);
 	}
 
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

@@ -23,8 +23,10 @@
 #define LEN 4096
 #define DEPTH 16
 #define ROUNDS 8
-/* How far a wall-clock reading may stray from CLOCK_REALTIME read around it: the two clocks
- * are read one after the other when converting. */
+/*
+ * How far a wall-clock reading may stray from CLOCK_REALTIME read around it: the two clocks
+ * are read one after the other when converting.
+ */
 #define WALL_SLACK_NS 1000000ull
 
 #define ALL_WC (IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
@@ -114,8 +116,10 @@ static void read_cur(struct ibv_cq_ex *cq, struct got *g)
 	g->wall = ibv_wc_read_completion_wallclock_ns(cq);
 }
 
-/* Polls n completions in one ibv_start_poll .. ibv_end_poll (waiting for the first, then for
- * each next one); returns how many it got. */
+/*
+ * Polls n completions in one ibv_start_poll .. ibv_end_poll (waiting for the first, then for
+ * each next one); returns how many it got.
+ */
 static int poll_n(struct ibv_cq_ex *cq, struct got *g, int n)
 {
 	int got = 0, ret = start_poll_wait(cq);
@@ -145,6 +149,7 @@ int main(int argc, char **argv)
 	struct ibv_poll_cq_attr pa = {};
 	struct ibv_cq_ex *cqa, *cqb;
 	struct ibv_qp *qa, *qb;
+	struct conn ca, cb;
 	struct got g[DEPTH];
 	struct ibv_wc wc;
 	uint64_t t0, t1, t2, w0, w1, r0, r1;
@@ -158,7 +163,7 @@ int main(int argc, char **argv)
 	alarm(120);
 	open_side(&A, argv[1], LEN, IBV_ACCESS_LOCAL_WRITE);
 	open_side(&B, argv[2], LEN, IBV_ACCESS_LOCAL_WRITE);
-	printf("TAP version 13\n");
+	ksft_print_header();
 
 	ok = !ibv_query_device_ex(A.ctx, NULL, &dx);
 	result(ok && dx.completion_timestamp_mask == UINT64_MAX && dx.hca_core_clock == 1000000,
@@ -183,16 +188,18 @@ int main(int argc, char **argv)
 	ok = !ibv_query_rt_values_ex(A.ctx, &vals);
 	r1 = now_ns(CLOCK_MONOTONIC);
 	result(ok && vals.comp_mask == IBV_VALUES_MASK_RAW_CLOCK && vals.raw_clock.tv_sec == 0 &&
-		       (uint64_t)vals.raw_clock.tv_nsec >= r0 && (uint64_t)vals.raw_clock.tv_nsec <= r1,
+	       (uint64_t)vals.raw_clock.tv_nsec >= r0 &&
+	       (uint64_t)vals.raw_clock.tv_nsec <= r1,
 	       "query_rt_values_ex: the raw clock is CLOCK_MONOTONIC in ns");
 
 	cqa = cq_ex(A.ctx, DEPTH, ALL_WC);
 	cqb = cq_ex(B.ctx, DEPTH, ALL_WC);
 	qa = cqa ? qp_on(&A, cqa) : NULL;
 	qb = cqb ? qp_on(&B, cqb) : NULL;
-	if (!qa || !qb ||
-	    connect_qp(qa, qb->qp_num, &B.gid, (struct conn){ .sgidx = A.gidx, .rnr_retry = 7 }) ||
-	    connect_qp(qb, qa->qp_num, &A.gid, (struct conn){ .sgidx = B.gidx, .rnr_retry = 7 })) {
+	ca = (struct conn){ .sgidx = A.gidx, .rnr_retry = 7 };
+	cb = (struct conn){ .sgidx = B.gidx, .rnr_retry = 7 };
+	if (!qa || !qb || connect_qp(qa, qb->qp_num, &B.gid, ca) ||
+	    connect_qp(qb, qa->qp_num, &A.gid, cb)) {
 		printf("Bail out! cannot connect the QPs (%s)\n", strerror(errno));
 		return 1;
 	}
@@ -202,8 +209,10 @@ int main(int argc, char **argv)
 	ok = ok && ibv_poll_cq(ibv_cq_ex_to_cq(cqb), 1, &wc) == 0;
 	result(ok, "start_poll on an empty CQ: ENOENT, and the CQ is not left locked");
 
-	/* Rounds of DEPTH SEND_WITH_IMMs: each round's receive CQEs in one poll. ROUNDS * DEPTH
-	 * completions pass through CQs of DEPTH entries: end_poll must give the slots back. */
+	/*
+	 * Rounds of DEPTH SEND_WITH_IMMs: each round's receive CQEs in one poll. ROUNDS * DEPTH
+	 * completions pass through CQs of DEPTH entries: end_poll must give the slots back.
+	 */
 	int fields_ok = 1, ts_ok = 1, wall_ok = 1, bytes_ok = 1, sends_ok = 1, all = 1;
 	uint64_t last_ts = 0;
 
@@ -211,7 +220,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < DEPTH; i++) {
 			struct ibv_sge sge = { .addr = (uintptr_t)B.buf + i * 128, .length = 128,
 					       .lkey = B.mr->lkey };
-			struct ibv_recv_wr rw = { .wr_id = 1000 + i, .sg_list = &sge, .num_sge = 1 },
+			struct ibv_recv_wr rw = { .wr_id = 1000 + i, .sg_list = &sge,
+						 .num_sge = 1 },
 					   *bad;
 
 			all &= !ibv_post_recv(qb, &rw, &bad);
@@ -243,7 +253,8 @@ int main(int argc, char **argv)
 				     g[i].slid == 0 && g[i].sl == 0 && g[i].dlid_path_bits == 0;
 			ts_ok &= g[i].ts >= t0 && g[i].ts <= t1 && g[i].ts >= last_ts;
 			last_ts = g[i].ts;
-			wall_ok &= g[i].wall + WALL_SLACK_NS >= w0 && g[i].wall <= w1 + WALL_SLACK_NS;
+			wall_ok &= g[i].wall + WALL_SLACK_NS >= w0 &&
+					     g[i].wall <= w1 + WALL_SLACK_NS;
 			for (int b = 0; b <= i; b++)
 				bytes_ok &= B.buf[i * 128 + b] == 'a' + (r + i) % 26;
 		}
@@ -258,10 +269,12 @@ int main(int argc, char **argv)
 	}
 	result(all, "%d rounds of %d completions through CQs of %d entries, each round in one poll",
 	       ROUNDS, DEPTH, DEPTH);
-	result(fields_ok, "receive completions: wr_id, opcode, byte_len, imm, qp_num, src_qp, flags");
+	result(fields_ok,
+	       "receive completions: wr_id, opcode, byte_len, imm, qp_num, src_qp, flags");
 	result(bytes_ok, "receive completions: the payloads arrived");
 	result(sends_ok, "send completions: wr_id, opcode, qp_num, timestamp");
-	result(ts_ok, "completion timestamps lie between CLOCK_MONOTONIC before and after, in order");
+	result(ts_ok,
+	       "completion timestamps lie between CLOCK_MONOTONIC before and after, in order");
 	result(wall_ok, "wall-clock timestamps lie between CLOCK_REALTIME before and after");
 
 	/* ibv_poll_cq on an extended CQ. */
@@ -289,6 +302,5 @@ int main(int argc, char **argv)
 	ibv_destroy_qp(qb);
 	result(!ibv_destroy_cq(ibv_cq_ex_to_cq(cqa)) && !ibv_destroy_cq(ibv_cq_ex_to_cq(cqb)),
 	       "destroy the extended CQs");
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

@@ -33,7 +33,7 @@ static double now_ms(void)
 }
 
 /* B's cq_events counter; sysfs serves values up to a lifespan (10 ms) old. */
-static long long cq_events(void)
+static long long read_cq_events(void)
 {
 	char path[256];
 	long long v = -1;
@@ -61,8 +61,10 @@ static int moderate(uint16_t count, uint16_t period)
 	return ibv_modify_cq(rcq, &attr);
 }
 
-/* Whether a completion event is waiting within ms milliseconds; takes and acknowledges it
- * and arms the CQ again. -1 if the channel failed. */
+/*
+ * Whether a completion event is waiting within ms milliseconds; takes and acknowledges it
+ * and arms the CQ again. -1 if the channel failed.
+ */
 static int take_event(int ms)
 {
 	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
@@ -78,8 +80,10 @@ static int take_event(int ms)
 	return ibv_req_notify_cq(rcq, 0) ? -1 : 1;
 }
 
-/* Sends one message from A to B and waits for its completion at A: by then B's completion
- * is written and its event, if any, raised (the responder answers after it delivers). */
+/*
+ * Sends one message from A to B and waits for its completion at A: by then B's completion
+ * is written and its event, if any, raised (the responder answers after it delivers).
+ */
 static int send_one(void)
 {
 	struct ibv_wc wc;
@@ -90,8 +94,10 @@ static int send_one(void)
 	return next_wc(a.cq, 5000, &wc) == IBV_WC_SUCCESS ? 0 : -1;
 }
 
-/* Sends n messages from A to B in one post (one kick) and waits for their completions at A:
- * B's completions arrive within one system call, well inside a moderation period. */
+/*
+ * Sends n messages from A to B in one post (one kick) and waits for their completions at A:
+ * B's completions arrive within one system call, well inside a moderation period.
+ */
 static int send_batch(int n)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)a.buf, .length = LEN, .lkey = a.mr->lkey };
@@ -104,7 +110,8 @@ static int send_batch(int n)
 		if (post_recv_one(qb, &b, LEN))
 			return -1;
 		wr[i] = (struct ibv_send_wr){ .wr_id = i, .sg_list = &sge, .num_sge = 1,
-					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					      .opcode = IBV_WR_SEND,
+					     .send_flags = IBV_SEND_SIGNALED,
 					      .next = i + 1 < n ? &wr[i + 1] : NULL };
 	}
 	if (ibv_post_send(qa, wr, &bad))
@@ -129,8 +136,10 @@ static int drain(void)
 	return got < 0 ? -1 : n;
 }
 
-/* MSGS messages, one at a time, with the receiver taking each event as it comes; returns
- * the events taken, -1 on a failure. */
+/*
+ * MSGS messages, one at a time, with the receiver taking each event as it comes; returns
+ * the events taken, -1 on a failure.
+ */
 static int events_for(uint16_t count, uint16_t period)
 {
 	int events = 0;
@@ -174,13 +183,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dev_b = argv[2];
-	printf("1..27\n");
+	ksft_set_plan(27);
 	open_side(&a, argv[1], 4096, IBV_ACCESS_LOCAL_WRITE);
 	open_side(&b, argv[2], 4096, IBV_ACCESS_LOCAL_WRITE);
 	ch = ibv_create_comp_channel(b.ctx);
 	rcq = ch ? ibv_create_cq(b.ctx, 256, NULL, ch, 0) : NULL;
 	qa = side_qp(&a, IBV_QPT_RC);
-	ia.send_cq = ia.recv_cq = rcq;
+	ia.send_cq = rcq;
+	ia.recv_cq = rcq;
 	qb = rcq ? ibv_create_qp(b.pd, &ia) : NULL;
 	c.sgidx = a.gidx;
 	if (!qa || !qb || connect_qp(qa, qb->qp_num, &b.gid, c)) {
@@ -194,16 +204,16 @@ int main(int argc, char **argv)
 	}
 
 	result(!ibv_query_device_ex(b.ctx, NULL, &dx) && dx.cq_mod_caps.max_cq_count == 65535 &&
-		       dx.cq_mod_caps.max_cq_period == 65535,
+	       dx.cq_mod_caps.max_cq_period == 65535,
 	       "ibv_query_device_ex: cq_mod_caps max_cq_count 65535, max_cq_period 65535 µs");
 
 	/* By count: MSGS completions, one event per `count` of them. */
-	for (unsigned int i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(counts); i++) {
 		int k = counts[i], want = k > 1 ? MSGS / k : MSGS;
 
-		before = cq_events();
+		before = read_cq_events();
 		ev = events_for(k, 0);
-		after = cq_events();
+		after = read_cq_events();
 		result(ev == want, "count %d: %d events for %d completions (got %d)", k, want, MSGS,
 		       ev);
 		result(after - before == want, "count %d: cq_events moved by %d (moved %lld)", k,
@@ -214,8 +224,10 @@ int main(int argc, char **argv)
 		prev = ev;
 	}
 
-	/* By period: a count never reached, so the event waits out the period after the first
-	 * completion. */
+	/*
+	 * By period: a count never reached, so the event waits out the period after the first
+	 * completion.
+	 */
 	ev = moderate(1000, 65000) || ibv_req_notify_cq(rcq, 0) ? -1 : 0;
 	t0 = now_ms();
 	if (!ev)
@@ -244,11 +256,14 @@ int main(int argc, char **argv)
 	{
 		struct ibv_modify_cq_attr attr = { .attr_mask = 0 };
 
-		result(ibv_modify_cq(rcq, &attr) == EINVAL, "ibv_modify_cq with no attribute: EINVAL");
+		result(ibv_modify_cq(rcq, &attr) == EINVAL,
+		       "ibv_modify_cq with no attribute: EINVAL");
 	}
 
-	/* A CQ destroyed while its period runs: the timer goes with it (the kernel log stays
-	 * clean, which the suite checks). */
+	/*
+	 * A CQ destroyed while its period runs: the timer goes with it (the kernel log stays
+	 * clean, which the suite checks).
+	 */
 	moderate(1000, 50000);
 	ibv_req_notify_cq(rcq, 0);
 	result(!send_one(), "a completion waiting out its period");
@@ -258,5 +273,5 @@ int main(int argc, char **argv)
 	usleep(100000);
 	ibv_destroy_qp(qa);
 	ibv_destroy_comp_channel(ch);
-	return failures ? 1 : 0;
+	ksft_finished();
 }

@@ -40,7 +40,8 @@ static int connect_pair(struct ibv_qp *a, struct ibv_qp *b)
 						IBV_QP_ACCESS_FLAGS))
 			return -1;
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-					   .dest_qp_num = qs[1 - i]->qp_num, .max_dest_rd_atomic = 1,
+					   .dest_qp_num = qs[1 - i]->qp_num,
+					  .max_dest_rd_atomic = 1,
 					   .min_rnr_timer = 1,
 					   .ah_attr = { .is_global = 1, .port_num = 1,
 							.grh = { .dgid = gid, .sgid_index = 1,
@@ -136,7 +137,7 @@ int main(int argc, char **argv)
 	struct ibv_wc wc[8];
 	int n;
 
-	printf("TAP version 13\n");
+	ksft_print_header();
 	srand(1);
 	ctx = open_dev(argc > 1 ? argv[1] : "srdma0");
 	if (!ctx) {
@@ -153,10 +154,11 @@ int main(int argc, char **argv)
 	ibv_query_gid(ctx, 1, 1, &gid);
 	new_pair(&a, &b);
 
-	size_t sizes[] = { 0, 1, 63, 64, 0 /* max_inline */, 0 /* +1 */, 4095, 4096, 65537, 1 << 20 };
+	size_t sizes[] = { 0, 1, 63, 64,
+			  0 /* max_inline */, 0 /* +1 */, 4095, 4096, 65537, 1 << 20 };
 	sizes[4] = max_inline;
 	sizes[5] = max_inline + 1;
-	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	for (unsigned int i = 0; i < ARRAY_SIZE(sizes); i++)
 		send_one(a, b, sizes[i], 0, 0, 0);
 	for (size_t len = 0; len <= max_inline; len += max_inline / 4 ? max_inline / 4 : 1)
 		send_one(a, b, len, 0, 0, 1);
@@ -167,7 +169,8 @@ int main(int argc, char **argv)
 		struct ibv_sge ss = { (uintptr_t)sbuf, max_inline + 1, smr->lkey };
 		struct ibv_send_wr swr = { .wr_id = 3, .sg_list = &ss, .num_sge = 1,
 					   .opcode = IBV_WR_SEND,
-					   .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE }, *bsw;
+					   .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE },
+	 *bsw;
 
 		result(ibv_post_send(a, &swr, &bsw) == EINVAL && bsw == &swr,
 		       "inline above max_inline_data (%u): EINVAL, bad_wr set", max_inline);
@@ -205,7 +208,8 @@ int main(int argc, char **argv)
 	{
 		struct ibv_sge ss = { (uintptr_t)sbuf, 70000, smr->lkey };
 		struct ibv_send_wr swr = { .wr_id = 6, .sg_list = &ss, .num_sge = 1,
-					   .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+					   .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED,
 					   .wr.rdma = { (uintptr_t)rbuf + 100, rmr->rkey } }, *bsw;
 		struct ibv_recv_wr rwr = { .wr_id = 8 }, *brw;
 
@@ -232,7 +236,8 @@ int main(int argc, char **argv)
 		struct ibv_sge ls[2] = { { (uintptr_t)sbuf + 3, 60000, smr->lkey },
 					 { (uintptr_t)sbuf + 100003, 40000, smr->lkey } };
 		struct ibv_send_wr swr = { .wr_id = 20, .sg_list = ls, .num_sge = 2,
-					   .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+					   .opcode = IBV_WR_RDMA_READ,
+					  .send_flags = IBV_SEND_SIGNALED,
 					   .wr.rdma = { (uintptr_t)rbuf + 5, rmr->rkey } }, *bsw;
 		uint64_t *word = (uint64_t *)(rbuf + 4096);
 
@@ -240,7 +245,8 @@ int main(int argc, char **argv)
 		ibv_post_send(a, &swr, &bsw);
 		n = poll(wc, 1);
 		result(n == 1 && wc[0].status == 0 && wc[0].opcode == IBV_WC_RDMA_READ &&
-		       !memcmp(sbuf + 3, rbuf + 5, 60000) && !memcmp(sbuf + 100003, rbuf + 60005, 40000),
+		       !memcmp(sbuf + 3, rbuf + 5, 60000) && !memcmp(sbuf + 100003, rbuf + 60005,
+								     40000),
 		       "RDMA READ of 100000 bytes into two SGEs");
 
 		*word = 41;
@@ -343,7 +349,8 @@ int main(int argc, char **argv)
 		n = poll(wc, 2);
 		struct ibv_wc *r = find(wc, n, 11), *s = find(wc, n, 10);
 
-		result(r && s && r->status == IBV_WC_LOC_LEN_ERR && s->status == IBV_WC_REM_INV_REQ_ERR,
+		result(r && s && r->status == IBV_WC_LOC_LEN_ERR &&
+		       s->status == IBV_WC_REM_INV_REQ_ERR,
 		       "64 bytes into a 10-byte receive: LOC_LEN_ERR and REM_INV_REQ_ERR");
 
 		struct ibv_qp_attr qa;
@@ -356,6 +363,7 @@ int main(int argc, char **argv)
 		ss.length = 8;
 		n = ibv_post_send(a, &swr, &bsw);
 		int got = n ? 0 : poll(wc, 1);
+
 		result(!n && got == 1 && wc[0].wr_id == 12 && wc[0].status == IBV_WC_WR_FLUSH_ERR,
 		       "a send posted in the error state completes flushed");
 
@@ -373,6 +381,5 @@ int main(int argc, char **argv)
 		       "ERR flushes 3 posted receives with WR_FLUSH_ERR, in order");
 	}
 
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

@@ -65,6 +65,7 @@ int main(int argc, char **argv)
 {
 	struct side A, B;
 	struct ibv_qp *a, *b;
+	struct conn ca, cb;
 	struct ibv_wc wc;
 	int st;
 
@@ -72,7 +73,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DEV_A DEV_B\n", argv[0]);
 		return 2;
 	}
-	printf("TAP version 13\n");
+	ksft_print_header();
 	open_side(&A, argv[1], BIG, ACCESS);
 	open_side(&B, argv[2], BIG, ACCESS);
 	a = side_qp(&A, IBV_QPT_RC);
@@ -90,12 +91,16 @@ int main(int argc, char **argv)
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 
-	/* a's SEND finds no receive at b and waits for RNR retries (7: forever); destroying a
-	 * must end them. */
+	/*
+	 * a's SEND finds no receive at b and waits for RNR retries (7: forever); destroying a
+	 * must end them.
+	 */
 	a = side_qp(&A, IBV_QPT_RC);
 	b = side_qp(&B, IBV_QPT_RC);
-	if (!a || !b || connect_qp(a, b->qp_num, &B.gid, (struct conn){ A.gidx, .rnr_retry = 7 }) ||
-	    connect_qp(b, a->qp_num, &A.gid, (struct conn){ B.gidx })) {
+	ca = (struct conn){ A.gidx, .rnr_retry = 7 };
+	cb = (struct conn){ B.gidx };
+	if (!a || !b || connect_qp(a, b->qp_num, &B.gid, ca) ||
+	    connect_qp(b, a->qp_num, &A.gid, cb)) {
 		printf("Bail out! cannot connect (%s)\n", strerror(errno));
 		return 1;
 	}
@@ -111,6 +116,5 @@ int main(int argc, char **argv)
 	       "after destroy nothing of the QP runs: its peer's new receive stays empty (%d)", st);
 	result(next_wc(A.cq, 1, &wc) == -1, "no completion of the destroyed QP appears");
 	ibv_destroy_qp(b);
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

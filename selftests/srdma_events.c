@@ -31,7 +31,8 @@ static int connect_pair_rnr(struct ibv_qp *a, struct ibv_qp *b, int rnr_retry, i
 						IBV_QP_ACCESS_FLAGS))
 			return -1;
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-					   .dest_qp_num = qs[1 - i]->qp_num, .max_dest_rd_atomic = 1,
+					   .dest_qp_num = qs[1 - i]->qp_num,
+					  .max_dest_rd_atomic = 1,
 					   .min_rnr_timer = rnr_timer,
 					   .ah_attr = { .is_global = 1, .port_num = 1,
 							.grh = { .dgid = gid, .sgid_index = 1,
@@ -183,8 +184,9 @@ static void srq_limit(void)
 	struct ibv_srq_attr sa = { .srq_limit = 4 };
 	struct ibv_qp *a, *b;
 
-	if (!cq || !srq || !(a = new_qp(cq, cq, NULL)) || !(b = new_qp(cq, cq, srq)) ||
-	    connect_pair(a, b)) {
+	a = cq && srq ? new_qp(cq, cq, NULL) : NULL;
+	b = a ? new_qp(cq, cq, srq) : NULL;
+	if (!b || connect_pair(a, b)) {
 		result(0, "SRQ and QPs for the limit event");
 		return;
 	}
@@ -217,8 +219,9 @@ static void cq_overrun(int lost)
 	int n = rcq ? rcq->cqe + 1 + lost : 0;
 	struct ibv_qp *a, *b;
 
-	if (!scq || !rcq || !(a = new_qp(scq, rcq, NULL)) || !(b = new_qp(scq, rcq, NULL)) ||
-	    connect_pair(a, b)) {
+	a = scq && rcq ? new_qp(scq, rcq, NULL) : NULL;
+	b = a ? new_qp(scq, rcq, NULL) : NULL;
+	if (!b || connect_pair(a, b)) {
 		result(0, "QPs for the overrun");
 		return;
 	}
@@ -246,7 +249,7 @@ static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 	return 0;
 }
 
-static void rnr_retry(void)
+static void test_rnr_retry(void)
 {
 	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -255,8 +258,9 @@ static void rnr_retry(void)
 	int got;
 
 	/* rnr_retry 7 retries without end: the send waits for the receive posted later. */
-	if (!scq || !rcq || !(a = new_qp(scq, rcq, NULL)) || !(b = new_qp(scq, rcq, NULL)) ||
-	    connect_pair_rnr(a, b, 7, 12)) {
+	a = scq && rcq ? new_qp(scq, rcq, NULL) : NULL;
+	b = a ? new_qp(scq, rcq, NULL) : NULL;
+	if (!b || connect_pair_rnr(a, b, 7, 12)) {
 		result(0, "QPs for RNR retries");
 		return;
 	}
@@ -271,8 +275,9 @@ static void rnr_retry(void)
 	       "rnr_retry 7: and the receive completes");
 
 	/* rnr_retry 2 with a 10.24 ms timer: two retries, then RNR_RETRY_EXC_ERR. */
-	if (!(c = new_qp(scq, rcq, NULL)) || !(d = new_qp(scq, rcq, NULL)) ||
-	    connect_pair_rnr(c, d, 2, 20)) {
+	c = new_qp(scq, rcq, NULL);
+	d = c ? new_qp(scq, rcq, NULL) : NULL;
+	if (!d || connect_pair_rnr(c, d, 2, 20)) {
 		result(0, "QPs for RNR retries");
 		return;
 	}
@@ -292,7 +297,7 @@ static void rnr_retry(void)
 
 int main(int argc, char **argv)
 {
-	printf("TAP version 13\n");
+	ksft_print_header();
 	ctx = open_dev(argc > 1 ? argv[1] : "srdma0");
 	if (!ctx) {
 		printf("Bail out! no device\n");
@@ -302,17 +307,19 @@ int main(int argc, char **argv)
 	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	ibv_query_gid(ctx, 1, 1, &gid);
 	if (argc > 3 && !strcmp(argv[2], "overrun")) {
-		/* Only the overrun, losing argv[3] completions (srdma_security.sh reads the log). */
+		/*
+		 * Only the overrun, losing argv[3] completions (srdma_security.sh reads the
+		 * log).
+		 */
 		cq_overrun(atoi(argv[3]));
 	} else {
 		completion_events();
 		srq_limit();
 		cq_overrun(1);
-		rnr_retry();
+		test_rnr_retry();
 	}
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	printf("1..%d\n", test_num);
-	return failures != 0;
+	tap_done();
 }

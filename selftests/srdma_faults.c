@@ -71,7 +71,7 @@ static int destroy(enum kind k, void *o)
 }
 
 /* Makes the n-th fault point of this thread fail (0: none). */
-static void arm(int n)
+static void arm_nth(int n)
 {
 	char s[16];
 	int len = snprintf(s, sizeof(s), "%d", n);
@@ -96,11 +96,11 @@ static void faults(enum kind k)
 		void *o;
 		int hit;
 
-		arm(n);
+		arm_nth(n);
 		errno = 0;
 		o = create(k);
 		hit = injected();
-		arm(0);
+		arm_nth(0);
 		if (o && destroy(k, o))
 			bad++;
 		if (!hit) {
@@ -111,20 +111,19 @@ static void faults(enum kind k)
 			failed++;
 		}
 	}
-	result(done && !bad, "%s: %d allocation sites, each failed once: %d calls failed cleanly, "
-	       "%d objects could not be destroyed or the last call failed", names[k], n - 2,
+	result(done && !bad,
+	       "%s: %d allocation sites, each failed once: %d calls failed cleanly, %d objects could not be destroyed or the last call failed",
+	       names[k], n - 2,
 	       failed, bad);
 }
 
 int main(int argc, char **argv)
 {
-	printf("TAP version 13\n");
+	ksft_print_header();
 	dev = argc > 1 ? argv[1] : "srdma0";
 	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
-	if (nth_fd < 0) {
-		printf("1..0 # SKIP no /proc/thread-self/fail-nth (CONFIG_FAULT_INJECTION)\n");
-		return 4;
-	}
+	if (nth_fd < 0)
+		ksft_exit_skip("no /proc/thread-self/fail-nth (CONFIG_FAULT_INJECTION)\n");
 	ctx = open_dev(dev);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	cq = ctx ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
@@ -136,6 +135,5 @@ int main(int argc, char **argv)
 		faults(k);
 	result(!ibv_destroy_cq(cq) && !ibv_dealloc_pd(pd) && !ibv_close_device(ctx),
 	       "the objects made before the faults are destroyed");
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

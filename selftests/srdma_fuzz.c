@@ -33,7 +33,8 @@ static void find_maps(void)
 
 	nmaps = 0;
 	while (f && fgets(line, sizeof(line), f) && nmaps < MAPS)
-		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-%lx", &lo,
+								     &hi) == 2) {
 			maps[nmaps].addr = (char *)lo;
 			maps[nmaps].len = hi - lo;
 			nmaps++;
@@ -59,7 +60,8 @@ static void *race(void *arg)
 		int k = rand_r(&seed) % nmaps;
 		size_t off = (rand_r(&seed) % maps[k].len) & ~3UL;
 
-		*(volatile unsigned int *)(maps[k].addr + off) = rand_r(&seed) ^ (rand_r(&seed) << 16);
+		__atomic_store_n((unsigned int *)(maps[k].addr + off),
+				 rand_r(&seed) ^ (rand_r(&seed) << 16), __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -67,9 +69,11 @@ static void *race(void *arg)
 static void to_rts(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid)
 {
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						     IBV_ACCESS_REMOTE_READ };
 
-	ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	ibv_modify_qp(qp, &qa,
+		      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
 				   .dest_qp_num = dqpn, .max_dest_rd_atomic = 1,
 				   .ah_attr = { .is_global = 1, .port_num = 1,
@@ -128,14 +132,18 @@ static int fuzz(const char *dev, int rounds, const struct target *t)
 		/* Garbage between posts too: a few random words somewhere in one mapping. */
 		for (int w = 0; w < 1 + rand() % 8; w++) {
 			size_t off = (rand() % maps[k].len) & ~3UL;
-			*(volatile unsigned int *)(maps[k].addr + off) = rand() ^ (rand() << 16);
+
+			__atomic_store_n((unsigned int *)(maps[k].addr + off),
+					 rand() ^ (rand() << 16), __ATOMIC_RELAXED);
 		}
 		ibv_post_recv(qp[r % 3], &rwr, &brw);
 		ibv_post_send(qp[(r + 1) % 3], &swr, &bsw);
 		ibv_poll_cq(cq, 16, wc);
 		if (r % 500 == 499) {
-			/* Start over with a QP in RESET and back in RTS, so the fuzzing reaches
-			 * fresh state too. */
+			/*
+			 * Start over with a QP in RESET and back in RTS, so the fuzzing reaches
+			 * fresh state too.
+			 */
 			struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
 			int i = r % 3;
 
@@ -165,14 +173,16 @@ int main(int argc, char **argv)
 	pid_t child, fuzzer[2];
 	char c = 0;
 
-	printf("TAP version 13\n");
+	ksft_print_header();
 	fflush(stdout);
 	if (pipe(to_child) || pipe(to_parent))
 		return 1;
 	child = fork();
 	if (child == 0) {
-		/* The bystander: an MR and a QP of its own, with receives posted, checked at
-		 * the end. */
+		/*
+		 * The bystander: an MR and a QP of its own, with receives posted, checked at
+		 * the end.
+		 */
 		struct ibv_context *ctx = open_dev(dev);
 		struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 		struct ibv_cq *cq = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
@@ -187,7 +197,8 @@ int main(int argc, char **argv)
 
 		for (size_t i = 0; i < len; i++)
 			buf[i] = i * 7 + 3;
-		mr = pd ? ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		mr = pd ? ibv_reg_mr(pd, buf, len,
+				     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 						   IBV_ACCESS_REMOTE_READ) : NULL;
 		if (!mr || !qp || ibv_query_gid(ctx, 1, 1, &gid))
 			_exit(2);
@@ -195,7 +206,8 @@ int main(int argc, char **argv)
 		to_rts(qp, qp->qp_num, &gid);
 		for (int i = 0; i < 8; i++) {
 			struct ibv_sge sge = { (uintptr_t)buf + 4096 * i, 4096, mr->lkey };
-			struct ibv_recv_wr rwr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+			struct ibv_recv_wr rwr = { .wr_id = i, .sg_list = &sge,
+						  .num_sge = 1 }, *bad;
 
 			ibv_post_recv(qp, &rwr, &bad);
 		}
@@ -211,7 +223,8 @@ int main(int argc, char **argv)
 		printf("Bail out! the bystander did not start\n");
 		return 1;
 	}
-	printf("# fuzzing at the bystander's lkey 0x%x, rkey 0x%x, QPN %u\n", t.lkey, t.rkey, t.qpn);
+	printf("# fuzzing at the bystander's lkey 0x%x, rkey 0x%x, QPN %u\n", t.lkey, t.rkey,
+	       t.qpn);
 	fflush(stdout);
 	for (int f = 0; f < 2; f++) {
 		fuzzer[f] = fork();
@@ -221,14 +234,13 @@ int main(int argc, char **argv)
 	for (int f = 0; f < 2; f++) {
 		waitpid(fuzzer[f], &fstatus[f], 0);
 		result(WIFEXITED(fstatus[f]) && WEXITSTATUS(fstatus[f]) == 0,
-		       "fuzzer %d: %d rounds of garbage in the rings and doorbells, racing writer, "
-		       "posting and polling, then every object destroyed (status 0x%x)", f, rounds,
+		       "fuzzer %d: %d rounds of garbage in the rings and doorbells, racing writer, posting and polling, then every object destroyed (status 0x%x)",
+		       f, rounds,
 		       fstatus[f]);
 	}
 	write(to_child[1], &c, 1);
 	waitpid(child, &status, 0);
 	result(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	       "the bystander's MR is untouched and its QP received nothing (status 0x%x)", status);
-	printf("1..%d\n", test_num);
-	return failures;
+	tap_done();
 }

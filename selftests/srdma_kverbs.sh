@@ -7,8 +7,12 @@
 require_cmd rdma ip insmod
 load_srdma
 
-mod=${SRDMA_BUILD:-}/srdma-kverbs/srdma_kverbs.ko
-[ -e "$mod" ] || skip_all "srdma_kverbs.ko not built (make ktest)"
+# Built by the Makefile's TEST_GEN_MODS_DIR.
+mod=$(dirname "$0")/kverbs/srdma_kverbs.ko
+if [ ! -e "$mod" ]; then
+	fail "kverbs/srdma_kverbs.ko was built" "no $mod"
+	finish
+fi
 
 A=sk0 B=sk1
 cleanup() {

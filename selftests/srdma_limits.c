@@ -85,7 +85,7 @@ static void limit(enum kind k, int max)
 	if (n > 0) {
 		freed = !destroy(k, objs[n - 1]);
 		objs[n - 1] = create(k);
-		again = objs[n - 1] != NULL;
+		again = !!objs[n - 1];
 		if (!again)
 			n--;
 	} else {
@@ -119,15 +119,14 @@ static int rings(int max)
 	for (int i = 0; i < n; i++)
 		ibv_destroy_cq(cqs[i]);
 	free(cqs);
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }
 
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex a = {};
 
-	printf("TAP version 13\n");
+	ksft_print_header();
 	ctx = open_dev(argc > 1 ? argv[1] : "srdma0");
 	if (!ctx || ibv_query_device_ex(ctx, NULL, &a) || ibv_query_gid(ctx, 1, 1, &gid)) {
 		printf("Bail out! cannot open or query the device\n");
@@ -152,6 +151,5 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

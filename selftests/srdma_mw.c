@@ -20,8 +20,8 @@
 
 #include "srdma_tap.h"
 
-#define BUF (1 << 20)
-#define WBUF (1 << 16)	/* B's window memory, with an MR of its own */
+#define BUF (1024 * 1024)
+#define WBUF (64 * 1024)	/* B's window memory, with an MR of its own */
 #define WOFF 4096	/* where windows start in it */
 #define WLEN 8192	/* and how long they are */
 #define WPTR (wbuf + WOFF)
@@ -134,7 +134,8 @@ static struct ibv_qp *new_qp(struct side *s, struct ibv_cq *cq, uint64_t ops)
 static int connect_qp(struct ibv_qp *qp, struct side *s, uint32_t dqpn, union ibv_gid *gid)
 {
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						     IBV_ACCESS_REMOTE_READ |
 						     IBV_ACCESS_REMOTE_ATOMIC };
 
 	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
@@ -146,12 +147,14 @@ static int connect_qp(struct ibv_qp *qp, struct side *s, uint32_t dqpn, union ib
 						.grh = { .dgid = *gid, .sgid_index = s->gidx,
 							 .hop_limit = 1 } } };
 	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER))
 		return -1;
 	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 1, .retry_cnt = 1,
 				   .rnr_retry = 0, .max_rd_atomic = 1 };
 	return ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+				      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				      IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static void pair_free(struct pair *p)
@@ -224,9 +227,9 @@ static int expect(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status, 
 	if (wc.wr_id == wr_id && wc.status == status &&
 	    (status != IBV_WC_SUCCESS || wc.opcode == (enum ibv_wc_opcode)opcode))
 		return 1;
-	printf("# %s: completion wr_id %llu status %d (%s) opcode %d; want wr_id %llu status %d "
-	       "(%s) opcode %d\n", who, (unsigned long long)wc.wr_id, wc.status,
-	       ibv_wc_status_str(wc.status), wc.opcode, (unsigned long long)wr_id, status,
+	printf("# %s: completion wr_id %llu status %d (%s) opcode %d;", who,
+	       (unsigned long long)wc.wr_id, wc.status, ibv_wc_status_str(wc.status), wc.opcode);
+	printf(" want wr_id %llu status %d (%s) opcode %d\n", (unsigned long long)wr_id, status,
 	       ibv_wc_status_str(status), opcode);
 	return 0;
 }
@@ -317,7 +320,8 @@ static int bind2(struct pair *p, struct ibv_mw *mw, uint32_t rkey, struct ibv_mr
 static int bind1(struct pair *p, struct ibv_mw *mw, uint64_t off, uint64_t len,
 		 unsigned int access, int signaled, const char *who)
 {
-	struct ibv_mw_bind mb = { .wr_id = next_id++, .send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+	struct ibv_mw_bind mb = { .wr_id = next_id++,
+				 .send_flags = signaled ? IBV_SEND_SIGNALED : 0,
 				  .bind_info = { wmr, (uintptr_t)wbuf + off, len, access } };
 	uint32_t old;
 	int ret;
@@ -417,7 +421,7 @@ static int local_inv(struct pair *p, uint32_t rkey, enum ibv_wc_status want, con
 }
 
 /* a. The device reports memory windows. */
-static void caps(void)
+static void test_caps(void)
 {
 	struct ibv_device_attr da[2];
 	int ok = 1;
@@ -430,8 +434,9 @@ static void caps(void)
 		      (da[i].device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
 		      (da[i].device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && da[i].max_mw > 0;
 	}
-	result(ok, "query_device: MEM_WINDOW and MEM_WINDOW_TYPE_2B in device_cap_flags, max_mw "
-	       "> 0 (caps %#llx, max_mw %d)", (unsigned long long)da[1].device_cap_flags,
+	result(ok,
+	       "query_device: MEM_WINDOW and MEM_WINDOW_TYPE_2B in device_cap_flags, max_mw > 0 (caps %#llx, max_mw %d)",
+	       (unsigned long long)da[1].device_cap_flags,
 	       da[1].max_mw);
 }
 
@@ -455,8 +460,9 @@ static void type2(void)
 	ok = rdma(&p, IBV_WR_RDMA_WRITE, 0, WLEN, WADDR, k, IBV_WC_SUCCESS, "write") &&
 	     !memcmp(A.buf, WPTR, WLEN) && !memcmp(wbuf, snapbuf, WOFF) &&
 	     !memcmp(WPTR + WLEN, snapbuf + WOFF + WLEN, WBUF - WOFF - WLEN);
-	result(ok, "type 2: an RDMA WRITE of the whole window (%d bytes) through its rkey lands "
-	       "byte for byte, nothing outside it", WLEN);
+	result(ok,
+	       "type 2: an RDMA WRITE of the whole window (%d bytes) through its rkey lands byte for byte, nothing outside it",
+	       WLEN);
 	fill(WPTR, WLEN);
 	memset(A.buf + BUF / 2, 0, WLEN);
 	ok = rdma(&p, IBV_WR_RDMA_READ, BUF / 2, 1000, WADDR + 100, k, IBV_WC_SUCCESS, "read") &&
@@ -477,21 +483,23 @@ static void zero_based(void)
 	pair_new(&p, 0);
 	fill(wbuf, WBUF);
 	result(bind2(&p, mw, k, wmr, WOFF, WLEN, RW | IBV_ACCESS_ZERO_BASED, IBV_WC_SUCCESS,
-		     "bind"), "zero-based type 2 window: the bind completes IBV_WC_BIND_MW, success");
+		     "bind"),
+	       "zero-based type 2 window: the bind completes IBV_WC_BIND_MW, success");
 	snap();
 	fill(A.buf, 300);
 	ok = rdma(&p, IBV_WR_RDMA_WRITE, 0, 300, 100, k, IBV_WC_SUCCESS, "write") &&
 	     !memcmp(A.buf, WPTR + 100, 300) && !memcmp(wbuf, snapbuf, WOFF + 100) &&
 	     !memcmp(WPTR + 400, snapbuf + WOFF + 400, WBUF - WOFF - 400);
-	result(ok, "zero-based: a write to remote_addr 100 lands at window start + 100, nothing else");
+	result(ok,
+	       "zero-based: a write to remote_addr 100 lands at window start + 100, nothing else");
 	fill(WPTR, WLEN);
 	memset(A.buf + BUF / 2, 0, WLEN);
 	ok = rdma(&p, IBV_WR_RDMA_READ, BUF / 2, WLEN, 0, k, IBV_WC_SUCCESS, "read") &&
 	     !memcmp(A.buf + BUF / 2, WPTR, WLEN);
-	result(ok, "zero-based: a read of %d bytes at remote_addr 0 returns the whole window", WLEN);
+	result(ok, "zero-based: a read of %d bytes at remote_addr 0 returns the whole window",
+	       WLEN);
 	result(write_fails(&p, WADDR, k, "write at the window's address"),
-	       "zero-based: remote_addr = the window's virtual address is out of range: "
-	       "IBV_WC_REM_ACCESS_ERR, nothing written");
+	       "zero-based: remote_addr = the window's virtual address is out of range: IBV_WC_REM_ACCESS_ERR, nothing written");
 	free_mw(mw);
 	pair_free(&p);
 }
@@ -510,8 +518,7 @@ static void violations(void)
 	pair_new(&p, 0);
 	ok = bind2(&p, mw, k, wmr, WOFF, WLEN, RW, IBV_WC_SUCCESS, "bind");
 	result(ok && write_fails(&p, WADDR + WLEN - 8, k, "write across the end"),
-	       "a 16-byte write across the window's end (inside the MR): IBV_WC_REM_ACCESS_ERR, "
-	       "nothing written");
+	       "a 16-byte write across the window's end (inside the MR): IBV_WC_REM_ACCESS_ERR, nothing written");
 	free_mw(mw);
 	pair_free(&p);
 
@@ -540,8 +547,8 @@ static void violations(void)
 	     local_inv(&p, k, IBV_WC_SUCCESS, "local_inv") &&
 	     bind2(&p, mw, k2, wmr, WOFF, WLEN, RW, IBV_WC_SUCCESS, "rebind") &&
 	     write_lands(&p, WADDR, k2, 64, "write with the new rkey");
-	result(ok, "type 2: bind, write, LOCAL_INV, rebind with the next key byte: the new rkey "
-	       "works");
+	result(ok,
+	       "type 2: bind, write, LOCAL_INV, rebind with the next key byte: the new rkey works");
 	result(ok && write_fails(&p, WADDR, k, "write with the old rkey"),
 	       "type 2: the rkey before the rebind: IBV_WC_REM_ACCESS_ERR, nothing written");
 	free_mw(mw);
@@ -556,8 +563,7 @@ static void violations(void)
 	     write_lands(&p, WADDR, k, 256, "write from the bound QP's peer");
 	result(ok, "type 2: a write from the peer of the QP the window is bound to lands");
 	result(ok && write_fails(&q, WADDR, k, "write through another QP pair"),
-	       "type 2: the same rkey through another QP pair on the same PDs: "
-	       "IBV_WC_REM_ACCESS_ERR, nothing written");
+	       "type 2: the same rkey through another QP pair on the same PDs: IBV_WC_REM_ACCESS_ERR, nothing written");
 	free_mw(mw);
 	pair_free(&q);
 	pair_free(&p);
@@ -580,8 +586,8 @@ static void send_with_inv(void)
 	       "SEND_WITH_INV of a bound window's rkey: the send completes IBV_WC_SEND, success");
 	result(posted && expect(p.cb, rid, IBV_WC_SUCCESS, IBV_WC_RECV, &rwc, "receive") &&
 	       recv_inv_ok(&rwc, k, 1000),
-	       "SEND_WITH_INV: the receive completes IBV_WC_RECV with IBV_WC_WITH_INV, "
-	       "invalidated_rkey %#x, 1000 bytes intact", k);
+	       "SEND_WITH_INV: the receive completes IBV_WC_RECV with IBV_WC_WITH_INV, invalidated_rkey %#x, 1000 bytes intact",
+	       k);
 	result(posted && write_fails(&p, WADDR, k, "write after SEND_WITH_INV"),
 	       "a write through the invalidated rkey: IBV_WC_REM_ACCESS_ERR, nothing written");
 	pair_free(&p);
@@ -626,16 +632,15 @@ static void type1(void)
 	       mw ? mw->rkey : 0);
 	pair_new(&p, 0);
 	ok = bind1(&p, mw, WOFF, WLEN, RW, 1, "bind");
-	result(ok, "type 1: ibv_bind_mw returns 0, mw->rkey becomes ibv_inc_rkey of the old, the "
-	       "signaled bind completes IBV_WC_BIND_MW, success");
+	result(ok,
+	       "type 1: ibv_bind_mw returns 0, mw->rkey becomes ibv_inc_rkey of the old, the signaled bind completes IBV_WC_BIND_MW, success");
 	k1 = mw ? mw->rkey : 0;
 	result(ok && write_lands(&p, WADDR, k1, WLEN, "write"),
 	       "type 1: a write of the whole window through mw->rkey lands");
 	ok = bind1(&p, mw, WOFF + 4096, 4096, RW, 0, "unsignaled rebind");
 	k2 = mw ? mw->rkey : 0;
 	result(ok && write_lands(&p, WADDR + 4100, k2, 100, "write with the new rkey"),
-	       "type 1: an unsignaled rebind returns 0, a new rkey, no completion; the new rkey "
-	       "works");
+	       "type 1: an unsignaled rebind returns 0, a new rkey, no completion; the new rkey works");
 	result(ok && write_fails(&p, WADDR + 4096, k1, "write with the old rkey"),
 	       "type 1: the rkey before the rebind: IBV_WC_REM_ACCESS_ERR, nothing written");
 	pair_free(&p);
@@ -644,8 +649,7 @@ static void type1(void)
 	ok = bind1(&p, mw, WOFF, 0, 0, 1, "unbind");
 	result(ok, "type 1: a bind of length 0 (unbind) returns 0 and completes IBV_WC_BIND_MW");
 	result(ok && write_fails(&p, WADDR + 4096, mw->rkey, "write after the unbind"),
-	       "type 1: after the unbind, a write through mw->rkey: IBV_WC_REM_ACCESS_ERR, "
-	       "nothing written");
+	       "type 1: after the unbind, a write through mw->rkey: IBV_WC_REM_ACCESS_ERR, nothing written");
 	pair_free(&p);
 
 	pair_new(&p, 0);
@@ -763,7 +767,8 @@ static void inv_errors(void)
 /* j. ibv_dereg_mr of an MR with a bound window; ibv_dealloc_mw of a bound window. */
 static void dereg_busy(void)
 {
-	struct ibv_mr *m = ibv_reg_mr(B.pd, wbuf, WBUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mr *m = ibv_reg_mr(B.pd, wbuf, WBUF,
+				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	struct ibv_mw *mw = alloc_mw(IBV_MW_TYPE_2);
 	uint32_t k = key(mw);
 	int ok, ret, err, ret2;
@@ -776,8 +781,9 @@ static void dereg_busy(void)
 	err = errno;
 	if (!ret)
 		m = NULL;
-	result(ok && ret && err == EBUSY, "ibv_dereg_mr of an MR with a bound window fails with "
-	       "EBUSY (returns %d, errno %d)", ret, err);
+	result(ok && ret && err == EBUSY,
+	       "ibv_dereg_mr of an MR with a bound window fails with EBUSY (returns %d, errno %d)",
+	       ret, err);
 	result(ok && m && write_lands(&p, WADDR, k, 2000, "write"),
 	       "the MR stays usable: a write through the window lands");
 	ret = mw ? ibv_dealloc_mw(mw) : -1;
@@ -785,8 +791,8 @@ static void dereg_busy(void)
 	ret2 = m ? ibv_dereg_mr(m) : -1;
 	if (!ret2)
 		m = NULL;
-	result(!ret && !ret2, "after ibv_dealloc_mw (returns %d), ibv_dereg_mr succeeds (returns "
-	       "%d)", ret, ret2);
+	result(!ret && !ret2,
+	       "after ibv_dealloc_mw (returns %d), ibv_dereg_mr succeeds (returns %d)", ret, ret2);
 
 	mw = alloc_mw(IBV_MW_TYPE_2);
 	k = key(mw);
@@ -794,8 +800,8 @@ static void dereg_busy(void)
 	     write_lands(&p, WADDR, k, 64, "write");
 	ret = mw ? ibv_dealloc_mw(mw) : -1;
 	result(ok && !ret && write_fails(&p, WADDR, k, "write after dealloc"),
-	       "ibv_dealloc_mw of a bound window returns 0 (%d); its rkey then fails: "
-	       "IBV_WC_REM_ACCESS_ERR, nothing written", ret);
+	       "ibv_dealloc_mw of a bound window returns 0 (%d); its rkey then fails: IBV_WC_REM_ACCESS_ERR, nothing written",
+	       ret);
 	pair_free(&p);
 	if (m)
 		ibv_dereg_mr(m);
@@ -836,8 +842,8 @@ static void wr_api(void)
 	pair_new(&p, ops);
 	ok = p.xa && p.xb && p.xa->wr_rdma_write && p.xa->wr_send_inv && p.xb->wr_bind_mw &&
 	     p.xb->wr_local_inv;
-	result(ok, "ibv_create_qp_ex with send_ops_flags BIND_MW|LOCAL_INV|SEND_WITH_INV|"
-	       "RDMA_WRITE: an ibv_qp_ex with those builders");
+	result(ok,
+	       "ibv_create_qp_ex with send_ops_flags BIND_MW|LOCAL_INV|SEND_WITH_INV|RDMA_WRITE: an ibv_qp_ex with those builders");
 	ok = ok && wr_bind(&p, mw, k, "wr_bind_mw");
 	result(ok, "wr_bind_mw of a type 2 window completes IBV_WC_BIND_MW, success");
 
@@ -857,7 +863,8 @@ static void wr_api(void)
 		if (ret)
 			printf("# ibv_wr_complete: %s\n", strerror(ret));
 	}
-	result(!ret && expect(p.ca, wid, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL, "wr_rdma_write") &&
+	result(!ret && expect(p.ca, wid, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL,
+			      "wr_rdma_write") &&
 	       !memcmp(A.buf, WPTR + 50, 1000),
 	       "wr_rdma_write through the window's rkey lands byte for byte");
 	ok = !ret && expect(p.ca, sid, IBV_WC_SUCCESS, IBV_WC_SEND, NULL, "wr_send_inv") &&
@@ -867,8 +874,9 @@ static void wr_api(void)
 		memmove(A.buf, A.buf + 1000, 1000);
 		ok = recv_inv_ok(&rwc, k, 1000);
 	}
-	result(ok, "wr_send_inv in the same batch: IBV_WC_SEND; the receive has IBV_WC_WITH_INV, "
-	       "invalidated_rkey %#x, 1000 bytes intact", k);
+	result(ok,
+	       "wr_send_inv in the same batch: IBV_WC_SEND; the receive has IBV_WC_WITH_INV, invalidated_rkey %#x, 1000 bytes intact",
+	       k);
 	ok = ok && wr_bind(&p, mw, k2, "wr_bind_mw again");
 	result(ok, "the invalidated window binds again with wr_bind_mw (next key byte)");
 	if (ok) {
@@ -881,7 +889,8 @@ static void wr_api(void)
 		ret = ibv_wr_complete(p.xb);
 		if (ret)
 			printf("# wr_local_inv: ibv_wr_complete: %s\n", strerror(ret));
-		ok = !ret && expect(p.cb, id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV, NULL, "wr_local_inv");
+		ok = !ret && expect(p.cb, id, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV, NULL,
+				    "wr_local_inv");
 	}
 	result(ok, "wr_local_inv completes IBV_WC_LOCAL_INV, success");
 	result(ok && write_fails(&p, WADDR, k2, "write after wr_local_inv"),
@@ -892,7 +901,7 @@ static void wr_api(void)
 
 int main(int argc, char **argv)
 {
-	printf("TAP version 13\n");
+	ksft_print_header();
 	srand(5);
 	open_side(&A, argc > 1 ? argv[1] : "srdma_a");
 	open_side(&B, argc > 2 ? argv[2] : "srdma_b");
@@ -904,7 +913,7 @@ int main(int argc, char **argv)
 	wmr = ibv_reg_mr(B.pd, wbuf, WBUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	if (!wmr)
 		printf("# ibv_reg_mr(LOCAL_WRITE | MW_BIND): %s\n", strerror(errno));
-	caps();
+	test_caps();
 	type2();
 	zero_based();
 	violations();
@@ -920,6 +929,5 @@ int main(int argc, char **argv)
 	free(wbuf);
 	close_side(&A);
 	close_side(&B);
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

@@ -45,15 +45,18 @@ static struct ibv_qp *qp_of(struct side *s)
 /* A fresh connected RC pair (an error ends a QP). */
 static void new_pair(void)
 {
+	struct conn ca, cb;
+
 	if (qa)
 		ibv_destroy_qp(qa);
 	if (qb)
 		ibv_destroy_qp(qb);
 	qa = qp_of(&A);
 	qb = qp_of(&B);
-	if (!qa || !qb ||
-	    connect_qp(qa, qb->qp_num, &B.gid, (struct conn){ .sgidx = A.gidx }) ||
-	    connect_qp(qb, qa->qp_num, &A.gid, (struct conn){ .sgidx = B.gidx })) {
+	ca = (struct conn){ .sgidx = A.gidx };
+	cb = (struct conn){ .sgidx = B.gidx };
+	if (!qa || !qb || connect_qp(qa, qb->qp_num, &B.gid, ca) ||
+	    connect_qp(qb, qa->qp_num, &A.gid, cb)) {
 		printf("Bail out! cannot connect two QPs (%s)\n", strerror(errno));
 		exit(1);
 	}
@@ -94,7 +97,7 @@ int main(int argc, char **argv)
 						 IBV_ACCESS_MW_BIND);
 	open_side(&B, argv[2], 2 * LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 						 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	printf("TAP version 13\n");
+	ksft_print_header();
 
 	null = ibv_alloc_null_mr(A.pd);
 	result(null && null->lkey && null->length == SIZE_MAX && !null->addr,
@@ -128,7 +131,7 @@ int main(int argc, char **argv)
 	     next_wc(A.cq, 5000, &wc) == IBV_WC_SUCCESS && next_wc(B.cq, 5000, &wc) == 0 &&
 	     wc.byte_len == 5200;
 	result(ok && all(B.buf, 100, 0x11) && all(B.buf + 100, 5000, 0) &&
-		       all(B.buf + 5100, 100, 0x11) && B.buf[5200] == 0xaa,
+	       all(B.buf + 5100, 100, 0x11) && B.buf[5200] == 0xaa,
 	       "SEND of a real, a null and a real SGE: the real bytes around 5000 zeros");
 
 	/* An RDMA WRITE from the null MR. */
@@ -158,7 +161,8 @@ int main(int argc, char **argv)
 
 	ok = ok && !ibv_post_send(qb, &bw, &bbad) && next_wc(B.cq, 5000, &wc) == 0 &&
 	     next_wc(A.cq, 5000, &wc) == 0 && wc.wr_id == 9 && wc.byte_len == 1000;
-	result(ok && all(A.buf, 2 * LEN, 0x22), "a receive into the null MR: 1000 bytes, discarded");
+	result(ok && all(A.buf, 2 * LEN, 0x22),
+	       "a receive into the null MR: 1000 bytes, discarded");
 
 	uint64_t *word = (uint64_t *)(B.buf + 4096);
 	struct ibv_send_wr fa = { .wr_id = 11, .sg_list = &s_null, .num_sge = 1,
@@ -172,15 +176,16 @@ int main(int argc, char **argv)
 	int st = ibv_post_send(qa, &fa, &fbad) ? -3 : next_wc(A.cq, 5000, &wc);
 
 	result(st == IBV_WC_SUCCESS && *word == 15 && all(A.buf, 2 * LEN, 0x22),
-	       "fetch-and-add into the null MR: the remote word changes, the result is discarded "
-	       "(%s, word %llu)", st >= 0 ? ibv_wc_status_str(st) : "no completion",
+	       "fetch-and-add into the null MR: the remote word changes, the result is discarded (%s, word %llu)",
+	       st >= 0 ? ibv_wc_status_str(st) : "no completion",
 	       (unsigned long long)*word);
 
 	/* Its key as an rkey: refused; B's QP ends in error, so a new pair follows. */
 	ok = !post_sges(IBV_WR_RDMA_WRITE, &s_real, 1, 0x1000, null->lkey) &&
 	     next_wc(A.cq, 5000, &wc) >= 0;
 	result(ok && wc.status == IBV_WC_REM_ACCESS_ERR,
-	       "the null MR's key as an rkey: %s", ok ? ibv_wc_status_str(wc.status) : "no completion");
+	       "the null MR's key as an rkey: %s",
+	       ok ? ibv_wc_status_str(wc.status) : "no completion");
 	new_pair();
 
 	/* No window binds to it. */
@@ -220,6 +225,5 @@ int main(int argc, char **argv)
 
 	ibv_destroy_qp(qa);
 	ibv_destroy_qp(qb);
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

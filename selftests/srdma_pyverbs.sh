@@ -54,8 +54,8 @@ gunzip -f "$work"/tests/*.gz
 run_suite() {
 	local dev=$1 gid=$2 out=$3
 	shift 3
-	(cd "$work" && timeout -k 10 1200 "$@" python3 tests/run_tests.py --dev "$dev" --gid "$gid" \
-		-v) > "$out" 2>&1
+	(cd "$work" && timeout -k 10 1200 "$@" python3 tests/run_tests.py --dev "$dev" \
+		--gid "$gid" -v) > "$out" 2>&1
 }
 
 # verdicts OUT: "VERDICT NAME" per test. unittest -v prints "test_name (module.Class.test_name)",
@@ -88,7 +88,7 @@ while read -r verdict rest; do
 	fail) fail "${rest%% # *}" "rdma-core says ${rest#* # }" ;;
 	esac
 done < <(verdicts "$work/out")
-if [ "$_tap_fail" -gt 0 ] || [ "$ran" -eq 0 ]; then
+if [ "$KTAP_CNT_FAIL" -gt 0 ] || [ "$ran" -eq 0 ]; then
 	diag "$(sed -n '/^=\{20,\}$/,$p' "$work/out" | head -150)"
 fi
 diag "srdma: $(grep -E '^(Ran |OK|FAILED)' "$work/out" | tr '\n' ' ')"
@@ -110,8 +110,8 @@ if why=$(rxe_ready); then
 	diag "rxe: $(grep -E '^(Ran |OK|FAILED)' "$work/rxe" | tr '\n' ' ')"
 	missing=$(comm -23 <(verdicts "$work/rxe" | sed -n 's/^ok //p' | sort) \
 		<(verdicts "$work/out" | sed -n 's/^ok //p' | sort))
-	check "every test rxe passes ($(verdicts "$work/rxe" | grep -c '^ok ')), srdma passes ($ran)" \
-		test -z "$missing"
+	passed=$(verdicts "$work/rxe" | grep -c '^ok ')
+	check "every test rxe passes ($passed), srdma passes ($ran)" test -z "$missing"
 	[ -z "$missing" ] || diag "rxe passes, srdma does not: $missing"
 	rdma link delete rxe_py
 else

@@ -45,8 +45,8 @@ static int move(struct ibv_qp *qp, enum ibv_qp_state state)
 					   .ah_attr = { .is_global = 1, .port_num = 1,
 							.grh = { .dgid = gid, .sgid_index = gidx,
 								 .hop_limit = 1 } } };
-		mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		break;
 	case IBV_QPS_RTS:
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 1,
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 	};
 	struct ibv_qp *qp;
 
-	printf("TAP version 13\n");
+	ksft_print_header();
 	ctx = open_dev(argc > 1 ? argv[1] : "srdma0");
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	cq = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
@@ -133,14 +133,15 @@ int main(int argc, char **argv)
 	for (int i = 0; ctx && i < 16 && gidx < 0; i++)
 		if (!ibv_query_gid(ctx, 1, i, &gid) && gid.raw[10] == 0xff && gid.raw[11] == 0xff)
 			gidx = i;
-	ia.send_cq = ia.recv_cq = cq;
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
 	ia.pd = pd;
 	qp = mr && gidx >= 0 ? ibv_create_qp_ex(ctx, &ia) : NULL;
 	if (!qp) {
 		printf("Bail out! cannot set up a QP (%s)\n", strerror(errno));
 		return 1;
 	}
-	for (unsigned int i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(order); i++) {
 		enum ibv_qp_state s = order[i];
 		int send_ok = s == IBV_QPS_RTS || s == IBV_QPS_ERR, recv_ok = s != IBV_QPS_RESET;
 		int r;
@@ -170,6 +171,5 @@ int main(int argc, char **argv)
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	printf("1..%d\n", test_num);
-	return failures != 0;
+	tap_done();
 }

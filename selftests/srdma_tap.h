@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* What the srdma test programs share: TAP lines and opening a device by name. */
+/* What the srdma test programs share: results in kselftest's TAP, opening a device by name. */
 #ifndef SRDMA_TAP_H
 #define SRDMA_TAP_H
 
@@ -8,21 +8,26 @@
 #include <stdio.h>
 #include <string.h>
 
-static int test_num, failures;
+#include "../../../kselftest.h"
 
-/* Prints one TAP result line. */
-static inline void result(int ok, const char *fmt, ...)
+/* One result: a check that passed if ok, described by a printf format (no newline). */
+static inline __printf(2, 3) void result(int ok, const char *fmt, ...)
 {
+	char desc[512];
 	va_list ap;
 
-	printf("%sok %d ", ok ? "" : "not ", ++test_num);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(desc, sizeof(desc), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	ksft_test_result(ok, "%s\n", desc);
 	fflush(stdout);
-	if (!ok)
-		failures++;
+}
+
+/* Ends the program: the plan is the results printed; exits with kselftest's verdict. */
+static inline __noreturn void tap_done(void)
+{
+	ksft_set_plan(ksft_test_num());
+	ksft_finished();
 }
 
 /* Opens the RDMA device called name, or returns NULL. */

@@ -60,15 +60,15 @@ static int memlock(const char *name)
 	char *mem = aligned_alloc(4096, big);
 	struct ibv_mr *mr;
 
-	printf("TAP version 13\n");
+	ksft_print_header();
 	errno = 0;
 	mr = pd ? ibv_reg_mr(pd, mem, big, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	result(!mr && errno == ENOMEM, "MR of 1 MiB beyond RLIMIT_MEMLOCK of 64 KiB: ENOMEM (errno %d)", errno);
+	result(!mr && errno == ENOMEM,
+	       "MR of 1 MiB beyond RLIMIT_MEMLOCK of 64 KiB: ENOMEM (errno %d)", errno);
 	mr = pd ? ibv_reg_mr(pd, mem, small, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	result(mr != NULL, "MR of 16 KiB within the limit");
+	result(!!mr, "MR of 16 KiB within the limit");
 	result(mr && !ibv_dereg_mr(mr), "dereg it");
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }
 
 int main(int argc, char **argv)
@@ -89,13 +89,11 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[2], "memlock"))
 		return memlock(argv[1]);
 
-	printf("TAP version 13\n");
+	ksft_print_header();
 	ctx = open_dev(argv[1]);
-	result(ctx != NULL, "ibv_open_device(%s) through the srdma provider", argv[1]);
-	if (!ctx) {
-		printf("1..%d\n", test_num);
-		return 1;
-	}
+	result(!!ctx, "ibv_open_device(%s) through the srdma provider", argv[1]);
+	if (!ctx)
+		tap_done();
 
 	result(!ibv_query_device_ex(ctx, NULL, &attr), "ibv_query_device_ex");
 	result(attr.orig_attr.max_qp == 16384 && attr.orig_attr.max_cqe == 65536 &&
@@ -111,7 +109,7 @@ int main(int argc, char **argv)
 
 	/* Protection domains. */
 	pd = ibv_alloc_pd(ctx);
-	result(pd != NULL, "ibv_alloc_pd");
+	result(!!pd, "ibv_alloc_pd");
 	result(pd && !ibv_dealloc_pd(pd), "ibv_dealloc_pd");
 	for (n = 0, ok = 1; n < 64 && ok; n++)
 		ok = (pds[n] = ibv_alloc_pd(ctx)) != NULL;
@@ -126,7 +124,8 @@ int main(int argc, char **argv)
 	result(cq && cq->cqe >= 1, "CQ of 1 entry (got %d)", cq ? cq->cqe : -1);
 	result(cq && !ibv_destroy_cq(cq), "destroy it");
 	cq = ibv_create_cq(ctx, 100, NULL, NULL, 0);
-	result(cq && cq->cqe >= 100 && cq->cqe < 256, "CQ of 100 entries (got %d)", cq ? cq->cqe : -1);
+	result(cq && cq->cqe >= 100 && cq->cqe < 256, "CQ of 100 entries (got %d)",
+	       cq ? cq->cqe : -1);
 	result(cq && !ibv_destroy_cq(cq), "destroy it");
 	cq = ibv_create_cq(ctx, 65536, NULL, NULL, 0);
 	result(cq && cq->cqe >= 65536, "CQ of max_cqe (65536) entries");
@@ -142,6 +141,7 @@ int main(int argc, char **argv)
 	result(!cq && errno == EINVAL, "CQ on a completion vector that does not exist: EINVAL");
 	{
 		struct ibv_cq *cqs[300];
+
 		for (n = 0, ok = 1; n < 300 && ok; n++)
 			ok = (cqs[n] = ibv_create_cq(ctx, 8, NULL, NULL, 0)) != NULL;
 		result(ok, "300 CQs (doorbell records over several pages)");
@@ -156,7 +156,8 @@ int main(int argc, char **argv)
 	ok = cq && !ibv_resize_cq(cq, 1000);
 	result(ok && cq->cqe >= 1000, "resize CQ 16 -> 1000 (got %d)", cq ? cq->cqe : -1);
 	ok = cq && !ibv_resize_cq(cq, 4);
-	result(ok && cq->cqe >= 4 && cq->cqe < 16, "resize CQ down to 4 (got %d)", cq ? cq->cqe : -1);
+	result(ok && cq->cqe >= 4 && cq->cqe < 16, "resize CQ down to 4 (got %d)",
+	       cq ? cq->cqe : -1);
 	result(cq && ibv_resize_cq(cq, 65537) == EINVAL, "resize above max_cqe: EINVAL");
 	result(cq && ibv_resize_cq(cq, 0) == EINVAL, "resize to 0: EINVAL");
 	result(cq && !ibv_destroy_cq(cq), "destroy the resized CQ");
@@ -167,10 +168,12 @@ int main(int argc, char **argv)
 		void *p;
 
 		cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-		p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd, 0x7fff000L * pg);
+		p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+			 0x7fff000L * pg);
 		result(p == MAP_FAILED && errno == EINVAL, "mmap at an unpublished offset: EINVAL");
 		p = mmap(NULL, 64 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd, 0);
-		result(p == MAP_FAILED && errno == EINVAL, "mmap of a published offset with the wrong size: EINVAL");
+		result(p == MAP_FAILED && errno == EINVAL,
+		       "mmap of a published offset with the wrong size: EINVAL");
 		if (cq)
 			ibv_destroy_cq(cq);
 	}
@@ -195,7 +198,8 @@ int main(int argc, char **argv)
 		result(rc && ia.cap.max_send_wr >= 100 && ia.cap.max_recv_wr >= 50 &&
 		       ia.cap.max_send_sge >= 4 && ia.cap.max_recv_sge >= 3 &&
 		       ia.cap.max_inline_data >= 100,
-		       "RC caps at least as asked: wr %u/%u sge %u/%u inline %u", ia.cap.max_send_wr,
+		       "RC caps at least as asked: wr %u/%u sge %u/%u inline %u",
+		       ia.cap.max_send_wr,
 		       ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge,
 		       ia.cap.max_inline_data);
 		uc = make_qp(pd, cq, IBV_QPT_UC, small_cap);
@@ -207,12 +211,14 @@ int main(int argc, char **argv)
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
 					   .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
 							      IBV_ACCESS_REMOTE_READ };
-		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		result(rc && !ibv_modify_qp(rc, &qa,
+					    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 						  IBV_QP_ACCESS_FLAGS), "RC RESET->INIT");
 		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &init) &&
 		       got.qp_state == IBV_QPS_INIT &&
 		       got.qp_access_flags == (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) &&
-		       init.cap.max_send_wr == ia.cap.max_send_wr, "query: INIT, access flags, caps");
+		       init.cap.max_send_wr == ia.cap.max_send_wr,
+		       "query: INIT, access flags, caps");
 		ibv_query_gid(ctx, 1, 1, &gid);
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
 					   .dest_qp_num = uc->qp_num, .rq_psn = 0x123456,
@@ -225,7 +231,8 @@ int main(int argc, char **argv)
 						  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 		       "RC INIT->RTR (GID index 1)");
 		memset(&got, 0, sizeof(got));
-		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN, &init) &&
+		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN,
+					   &init) &&
 		       got.qp_state == IBV_QPS_RTR && got.dest_qp_num == uc->qp_num &&
 		       got.rq_psn == 0x123456 && got.path_mtu == IBV_MTU_1024 &&
 		       got.max_dest_rd_atomic == 4 && got.min_rnr_timer == 12 &&
@@ -234,12 +241,15 @@ int main(int argc, char **argv)
 		       "query: RTR with the path, PSN and limits set");
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
 					   .rnr_retry = 7, .sq_psn = 0x654321, .max_rd_atomic = 4 };
-		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		result(rc && !ibv_modify_qp(rc, &qa,
+					    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 						  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 						  IBV_QP_MAX_QP_RD_ATOMIC), "RC RTR->RTS");
-		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE, &init) && got.qp_state == IBV_QPS_RTS &&
+		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE, &init) &&
+		       got.qp_state == IBV_QPS_RTS &&
 		       got.timeout == 14 && got.retry_cnt == 7 && got.rnr_retry == 7 &&
-		       got.sq_psn == 0x654321 && got.max_rd_atomic == 4, "query: RTS with timers set");
+		       got.sq_psn == 0x654321 && got.max_rd_atomic == 4,
+		       "query: RTS with timers set");
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_SQD };
 		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE), "RC RTS->SQD");
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS };
@@ -249,7 +259,8 @@ int main(int argc, char **argv)
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET };
 		result(rc && !ibv_modify_qp(rc, &qa, IBV_QP_STATE), "RC ERR->RESET");
 		result(rc && !ibv_query_qp(rc, &got, IBV_QP_STATE, &init) &&
-		       got.qp_state == IBV_QPS_RESET && got.dest_qp_num == 0, "query: RESET, attributes cleared");
+		       got.qp_state == IBV_QPS_RESET && got.dest_qp_num == 0,
+		       "query: RESET, attributes cleared");
 
 		/* Bad transitions and attributes. */
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS };
@@ -259,14 +270,18 @@ int main(int argc, char **argv)
 		       "RESET->INIT without required attributes: EINVAL");
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 2 };
 		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						 IBV_QP_ACCESS_FLAGS) == EINVAL, "INIT on port 2: EINVAL");
-		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 3 };
+						 IBV_QP_ACCESS_FLAGS) == EINVAL,
+		       "INIT on port 2: EINVAL");
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
+					  .pkey_index = 3 };
 		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						 IBV_QP_ACCESS_FLAGS) == EINVAL, "P_Key index 3: EINVAL");
+						 IBV_QP_ACCESS_FLAGS) == EINVAL,
+		       "P_Key index 3: EINVAL");
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
 					   .qp_access_flags = 1 << 20 };
 		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						 IBV_QP_ACCESS_FLAGS) == EINVAL, "unknown access flag: EINVAL");
+						 IBV_QP_ACCESS_FLAGS) == EINVAL,
+		       "unknown access flag: EINVAL");
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 7 };
 		result(rc && ibv_modify_qp(rc, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 						 IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY) == EINVAL,
@@ -284,9 +299,11 @@ int main(int argc, char **argv)
 						  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 5 };
 		ok = ok && !ibv_modify_qp(uc, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
-		result(ok && !ibv_query_qp(uc, &got, IBV_QP_STATE, &init) && got.qp_state == IBV_QPS_RTS,
+		result(ok && !ibv_query_qp(uc, &got, IBV_QP_STATE, &init) &&
+		       got.qp_state == IBV_QPS_RTS,
 		       "UC RESET->INIT->RTR->RTS");
-		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1,
+					  .qkey = 0x11111111 };
 		ok = ud && !ibv_modify_qp(ud, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 						 IBV_QP_QKEY);
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
@@ -302,16 +319,20 @@ int main(int argc, char **argv)
 		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 16385 });
 		result(!bad && errno == EINVAL, "max_send_wr above max_qp_wr: EINVAL");
 		errno = 0;
-		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 1, .max_send_sge = 33 });
+		bad = make_qp(pd, cq, IBV_QPT_RC,
+			      (struct ibv_qp_cap){ .max_send_wr = 1, .max_send_sge = 33 });
 		result(!bad && errno == EINVAL, "max_send_sge above max_sge: EINVAL");
 		errno = 0;
-		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 1, .max_inline_data = 100000 });
+		bad = make_qp(pd, cq, IBV_QPT_RC,
+			      (struct ibv_qp_cap){ .max_send_wr = 1, .max_inline_data = 100000 });
 		result(!bad && errno == EINVAL, "max_inline_data above the device's: EINVAL");
 		errno = 0;
-		bad = make_qp(pd, cq, IBV_QPT_RC, (struct ibv_qp_cap){ .max_send_wr = 1, .max_inline_data = 1025 });
+		bad = make_qp(pd, cq, IBV_QPT_RC,
+			      (struct ibv_qp_cap){ .max_send_wr = 1, .max_inline_data = 1025 });
 		result(!bad && errno == EINVAL, "max_inline_data 1025 (above 1 KiB): EINVAL");
 		ia = (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-						.cap = { .max_send_wr = 1, .max_inline_data = 1024 } };
+						.cap = { .max_send_wr = 1,
+							.max_inline_data = 1024 } };
 		bad = ibv_create_qp(pd, &ia);
 		result(bad && ia.cap.max_inline_data == 1024, "max_inline_data 1024: taken (%u)",
 		       ia.cap.max_inline_data);
@@ -332,15 +353,18 @@ int main(int argc, char **argv)
 		struct ibv_mr *mr, *mr2;
 
 		pd = ibv_alloc_pd(ctx);
-		mr = ibv_reg_mr(pd, mem + 123, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		mr = ibv_reg_mr(pd, mem + 123, len,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 		result(mr && mr->lkey && mr->rkey && mr->addr == mem + 123 && mr->length == len,
 		       "MR of 1 MiB at an unaligned address: lkey 0x%x rkey 0x%x",
 		       mr ? mr->lkey : 0, mr ? mr->rkey : 0);
 		mr2 = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
-		result(mr2 && mr2->lkey != mr->lkey, "a second MR over the same memory, its own key");
+		result(mr2 && mr2->lkey != mr->lkey,
+		       "a second MR over the same memory, its own key");
 		result(mr && !ibv_dereg_mr(mr) && mr2 && !ibv_dereg_mr(mr2), "dereg both");
-		hole = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		hole = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			    0);
 		munmap(hole, 4 * pg);
 		errno = 0;
 		mr = ibv_reg_mr(pd, hole, 4 * pg, IBV_ACCESS_LOCAL_WRITE);
@@ -350,14 +374,17 @@ int main(int argc, char **argv)
 		result(!mr && errno == EINVAL, "MR of 0 bytes: EINVAL (errno %d)", errno);
 		errno = 0;
 		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_REMOTE_WRITE);
-		result(!mr && errno == EINVAL, "remote write without local write: EINVAL (errno %d)", errno);
+		result(!mr && errno == EINVAL,
+		       "remote write without local write: EINVAL (errno %d)", errno);
 		errno = 0;
 		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 		result(mr && !ibv_dereg_mr(mr), "MW_BIND access (memory windows) is accepted");
 		errno = 0;
 		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
-		result(!mr && errno == EOPNOTSUPP, "on-demand paging: EOPNOTSUPP (errno %d)", errno);
-		mr = ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+		result(!mr && errno == EOPNOTSUPP, "on-demand paging: EOPNOTSUPP (errno %d)",
+		       errno);
+		mr = ibv_reg_mr(pd, mem, 4096,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
 		result(mr && !ibv_dereg_mr(mr), "relaxed ordering (an optional hint) is accepted");
 		ibv_dealloc_pd(pd);
 		free(mem);
@@ -379,23 +406,27 @@ int main(int argc, char **argv)
 		result(srq && !ibv_query_srq(srq, &sa) && sa.max_wr == sia.attr.max_wr &&
 		       sa.srq_limit == 0, "query SRQ: max_wr %u, limit 0", sa.max_wr);
 		sa = (struct ibv_srq_attr){ .srq_limit = 10 };
-		result(srq && !ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) && !ibv_query_srq(srq, &sa) &&
+		result(srq && !ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) && !ibv_query_srq(srq,
+											 &sa) &&
 		       sa.srq_limit == 10, "arm the SRQ limit at 10");
 		sa = (struct ibv_srq_attr){ .srq_limit = 100000 };
-		result(srq && ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == EINVAL, "limit above max_wr: EINVAL");
+		result(srq && ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == EINVAL,
+		       "limit above max_wr: EINVAL");
 		sa = (struct ibv_srq_attr){ .max_wr = 1000 };
 		result(srq && ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == EOPNOTSUPP,
 		       "resize: EOPNOTSUPP (not in device caps)");
 		ia = (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, .srq = srq,
 						.cap = small_cap, .qp_type = IBV_QPT_RC };
 		qp = ibv_create_qp(pd, &ia);
-		result(qp != NULL, "RC QP on the SRQ");
+		result(!!qp, "RC QP on the SRQ");
 		result(qp && !ibv_destroy_qp(qp), "destroy that QP");
 		errno = 0;
-		bad = ibv_create_srq(pd, &(struct ibv_srq_init_attr){ .attr = { .max_wr = 16385, .max_sge = 1 } });
+		bad = ibv_create_srq(pd, &(struct ibv_srq_init_attr){
+			.attr = { .max_wr = 16385, .max_sge = 1 } });
 		result(!bad && errno == EINVAL, "SRQ above max_srq_wr: EINVAL");
 		errno = 0;
-		bad = ibv_create_srq(pd, &(struct ibv_srq_init_attr){ .attr = { .max_wr = 4, .max_sge = 33 } });
+		bad = ibv_create_srq(pd, &(struct ibv_srq_init_attr){
+			.attr = { .max_wr = 4, .max_sge = 33 } });
 		result(!bad && errno == EINVAL, "SRQ above max_srq_sge: EINVAL");
 		result(srq && !ibv_destroy_srq(srq), "destroy the SRQ");
 
@@ -410,18 +441,19 @@ int main(int argc, char **argv)
 			aa.grh.sgid_index = 1;
 			aa.grh.hop_limit = 1;
 			ah = ibv_create_ah(pd, &aa);
-			result(ah != NULL, "AH to GID index 1");
+			result(!!ah, "AH to GID index 1");
 			result(ah && !ibv_destroy_ah(ah), "destroy the AH");
 			aa.grh.sgid_index = 200;
 			errno = 0;
 			ah = ibv_create_ah(pd, &aa);
-			result(!ah && errno != 0, "AH with a source GID index beyond the table fails (errno %d)", errno);
+			result(!ah && errno != 0,
+			       "AH with a source GID index beyond the table fails (errno %d)",
+			       errno);
 		}
 		ibv_destroy_cq(cq);
 		ibv_dealloc_pd(pd);
 	}
 
 	result(!ibv_close_device(ctx), "ibv_close_device");
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

@@ -106,7 +106,8 @@ static int connect_qp(struct ibv_qp *qp, struct end *e, struct end *peer, uint32
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = 7,
 				  .rnr_retry = 7, .sq_psn = sq_psn, .max_rd_atomic = 4 };
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static double now(void)
@@ -196,9 +197,11 @@ static void transfer(struct end *r, struct ibv_qp *rq, struct end *d, struct ibv
 			      (uintptr_t)(op == IBV_WR_RDMA_READ ? d->buf : d->buf + BIG),
 			      d->mr->rkey, IBV_SEND_SIGNALED);
 	ok = ok && wait_wc(r, 1, WAIT_S, &swc, NULL) && swc.status == IBV_WC_SUCCESS;
-	if (ok && op == IBV_WR_SEND)
-		ok = got_r = wait_wc(d, 2, WAIT_S, &rwc, NULL) && rwc.status == IBV_WC_SUCCESS &&
-			     rwc.byte_len == len;
+	if (ok && op == IBV_WR_SEND) {
+		got_r = wait_wc(d, 2, WAIT_S, &rwc, NULL) && rwc.status == IBV_WC_SUCCESS &&
+			rwc.byte_len == len;
+		ok = got_r;
+	}
 	ok = ok && !memcmp(src, dst, len) && dst[len] == 0;
 	result(ok, "%s of %zu KiB, %s -> %s: the bytes arrived intact (%.1f s)", what, len >> 10,
 	       op == IBV_WR_RDMA_READ ? d->name : r->name,
@@ -210,7 +213,7 @@ static void transfer(struct end *r, struct ibv_qp *rq, struct end *d, struct ibv
 }
 
 /* A message of each length in lens[0..n) each way, each opcode. */
-static void messages(const size_t *lens, unsigned int n)
+static void test_messages(const size_t *lens, unsigned int n)
 {
 	struct ibv_qp *s = rc_qp(&ends[0]), *p = rc_qp(&ends[1]);
 	enum ibv_wr_opcode ops[] = { IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ };
@@ -296,7 +299,8 @@ static void destroy_in_flight(void)
 	}
 	for (int i = 0; i < 16 && ok; i++)
 		ok = !post_send(sq, s, IBV_WR_RDMA_WRITE, 30 + i, s->buf, BIG,
-				(uintptr_t)p->buf + BIG, p->mr->rkey, i == 15 ? IBV_SEND_SIGNALED : 0);
+				(uintptr_t)p->buf + BIG, p->mr->rkey,
+				i == 15 ? IBV_SEND_SIGNALED : 0);
 	usleep(50 * 1000);
 	ok = ok && !ibv_destroy_qp(sq);
 	result(ok, "destroy: an srdma QP with 128 MiB of WRITEs in flight is destroyed");
@@ -364,8 +368,9 @@ static void atomic_writes(struct end *d, struct ibv_qp *dq, struct end *r, int l
 		snprintf(why, sizeof(why), "; %d other completions, the first %s for wr_id %llu",
 			 others, ibv_wc_status_str(first_other.status),
 			 (unsigned long long)first_other.wr_id);
-	result(ok, "%s -> %s: %d ATOMIC WRITEs in one batch, each word whole (%s, the first %d "
-	       "words whole%s)", d->name, r->name, AW_BATCH,
+	result(ok,
+	       "%s -> %s: %d ATOMIC WRITEs in one batch, each word whole (%s, the first %d words whole%s)",
+	       d->name, r->name, AW_BATCH,
 	       done ? ibv_wc_status_str(wc.status) : "no completion", whole, why);
 	if (lossy)
 		return;
@@ -387,8 +392,9 @@ static void atomic_write_both_ways(int lossy, int peer_rxe)
 		struct ibv_qp *dq, *rq;
 
 		if (lossy && peer_rxe && dir == 1) {
-			result(1, "%s -> %s: %d ATOMIC WRITEs in one batch # SKIP rxe retries an "
-			       "ATOMIC WRITE with RETH VA 0", d->name, r->name, AW_BATCH);
+			result(1,
+			       "%s -> %s: %d ATOMIC WRITEs in one batch # SKIP rxe retries an ATOMIC WRITE with RETH VA 0",
+			       d->name, r->name, AW_BATCH);
 			continue;
 		}
 		dq = atomic_write_qp(d);
@@ -408,11 +414,11 @@ static void atomic_write_both_ways(int lossy, int peer_rxe)
 
 int main(int argc, char **argv)
 {
-	printf("TAP version 13\n");
+	ksft_print_header();
 	if (argc != 5 && !(argc == 6 && !strcmp(argv[5], "lossy")) &&
 	    !(argc == 7 && !strcmp(argv[5], "lossy") && !strcmp(argv[6], "rxe"))) {
-		printf("Bail out! usage: srdma_wire SRDMA_DEV GID_INDEX PEER_DEV GID_INDEX "
-		       "[lossy [rxe]]\n");
+		fputs("Bail out! usage: srdma_wire SRDMA_DEV GID_INDEX ", stdout);
+		puts("PEER_DEV GID_INDEX [lossy [rxe]]");
 		return 1;
 	}
 	srand(7);
@@ -424,17 +430,15 @@ int main(int argc, char **argv)
 	if (argc >= 6) {
 		static const size_t lossy[] = { 256 << 10 };
 
-		messages(lossy, 1);
+		test_messages(lossy, 1);
 		atomic_write_both_ways(1, argc == 7);
-		printf("1..%d\n", test_num);
-		return failures ? 1 : 0;
+		tap_done();
 	}
 	static const size_t large[] = { 1 << 20, BIG };
 
-	messages(large, 2);
+	test_messages(large, 2);
 	reuse_after_reset();
 	destroy_in_flight();
 	atomic_write_both_ways(0, 0);
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <linux/const.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 
 #include "srdma_tap.h"
 
-#define BUF (1 << 20)
+#define BUF (1024 * 1024)
 #define QKEY 0x11111111
 #define GRH 40
 #define ANY_LEN UINT32_MAX
@@ -42,7 +43,7 @@ static unsigned int max_inline;
 
 static void skip(const char *desc, const char *why)
 {
-	printf("ok %d %s # SKIP %s\n", ++test_num, desc, why);
+	ksft_test_result_skip("%s: %s\n", desc, why);
 	fflush(stdout);
 }
 
@@ -200,8 +201,8 @@ static void rc_tests(void)
 
 	new_pair(IBV_QPT_RC, ALL_OPS, &a, &b);
 	x = ibv_qp_to_qp_ex(a);
-	result(x != NULL && x->wr_send && x->wr_atomic_fetch_add && x->wr_atomic_write &&
-		       !x->wr_send_inv,
+	result(x && x->wr_send && x->wr_atomic_fetch_add && x->wr_atomic_write &&
+	       !x->wr_send_inv,
 	       "RC QP with all 8 send ops: ibv_qp_to_qp_ex gives the builders asked for");
 	if (!x)
 		return;
@@ -274,7 +275,8 @@ static void rc_tests(void)
 		ibv_wr_set_inline_data_list(x, 4, l);
 		ret = ibv_wr_complete(x);
 		result(!ret && completes(4, IBV_WC_SEND, 103, IBV_WC_RECV, 61, &rwc) &&
-		       !memcmp(want, r, 61), "wr_send + wr_set_inline_data_list (4 buffers, one empty)");
+		       !memcmp(want, r,
+			       61), "wr_send + wr_set_inline_data_list (4 buffers, one empty)");
 	}
 
 	/* RDMA WRITE through an SGE, then inline. */
@@ -284,7 +286,8 @@ static void rc_tests(void)
 	ibv_wr_rdma_write(x, B.mr->rkey, (uintptr_t)r + 100);
 	ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s, 70000);
 	ret = ibv_wr_complete(x);
-	result(!ret && completes(5, IBV_WC_RDMA_WRITE, 0, -1, 0, NULL) && !memcmp(s, r + 100, 70000),
+	result(!ret && completes(5, IBV_WC_RDMA_WRITE, 0, -1, 0, NULL) && !memcmp(s, r + 100,
+										  70000),
 	       "wr_rdma_write + wr_set_sge: 70000 bytes land");
 	{
 		char src[200];
@@ -296,7 +299,8 @@ static void rc_tests(void)
 		ibv_wr_set_inline_data(x, src, sizeof(src));
 		ret = ibv_wr_complete(x);
 		result(!ret && completes(6, IBV_WC_RDMA_WRITE, 0, -1, 0, NULL) &&
-		       !memcmp(src, r + 3, sizeof(src)), "wr_rdma_write + wr_set_inline_data: 200 bytes land");
+		       !memcmp(src, r + 3,
+			       sizeof(src)), "wr_rdma_write + wr_set_inline_data: 200 bytes land");
 	}
 
 	/* RDMA WRITE with immediate. */
@@ -386,22 +390,28 @@ static void rc_tests(void)
 		post_recv(b, 120, 0, 100000);
 		post_recv(b, 121, 100000, 100000);
 		ibv_wr_start(x);
-		x->wr_id = 21, x->wr_flags = IBV_SEND_SIGNALED;
+		x->wr_id = 21;
+		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_send(x);
 		ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s, 9000);
-		x->wr_id = 22, x->wr_flags = 0;
+		x->wr_id = 22;
+		x->wr_flags = 0;
 		ibv_wr_send_imm(x, htonl(77));
 		ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s + 10000, 10);
-		x->wr_id = 23, x->wr_flags = IBV_SEND_SIGNALED;
+		x->wr_id = 23;
+		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_rdma_write(x, B.mr->rkey, (uintptr_t)r + 300000);
 		ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s + 20000, 65536);
-		x->wr_id = 24, x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+		x->wr_id = 24;
+		x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
 		ibv_wr_rdma_read(x, B.mr->rkey, (uintptr_t)r + 600000);
 		ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s + 500000, 4000);
-		x->wr_id = 25, x->wr_flags = 0;
+		x->wr_id = 25;
+		x->wr_flags = 0;
 		ibv_wr_rdma_write(x, B.mr->rkey, (uintptr_t)r + 400000);
 		ibv_wr_set_inline_data(x, s + 100, 64);
-		x->wr_id = 26, x->wr_flags = IBV_SEND_SIGNALED;
+		x->wr_id = 26;
+		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_atomic_fetch_add(x, B.mr->rkey, (uintptr_t)word, 10);
 		ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)old, 8);
 		ret = ibv_wr_complete(x);
@@ -417,11 +427,12 @@ static void rc_tests(void)
 		      rw[1].wr_id == 121 && rw[1].byte_len == 10 &&
 		      (rw[1].wc_flags & IBV_WC_WITH_IMM) && rw[1].imm_data == htonl(77);
 		ok &= !memcmp(s, r, 9000) && !memcmp(s + 10000, r + 100000, 10) &&
-		      !memcmp(s + 20000, r + 300000, 65536) && !memcmp(s + 500000, r + 600000, 4000) &&
+		      !memcmp(s + 20000, r + 300000, 65536) && !memcmp(s + 500000, r + 600000,
+								       4000) &&
 		      !memcmp(s + 100, r + 400000, 64) && *old == 5 && *word == 15;
 		result(!ret && ok,
-		       "one batch of 6 (SEND, SEND_IMM, WRITE, READ, inline WRITE, FETCH_ADD), 4 "
-		       "signaled: 4 CQEs in order, all data right (%d/%d CQEs)", n, rn);
+		       "one batch of 6 (SEND, SEND_IMM, WRITE, READ, inline WRITE, FETCH_ADD), 4 signaled: 4 CQEs in order, all data right (%d/%d CQEs)",
+		       n, rn);
 	}
 
 	/* wr_abort discards; the next batch's send is the one that arrives. */
@@ -431,7 +442,8 @@ static void rc_tests(void)
 		post_recv(b, 130, 0, BUF / 2);
 		ibv_wr_start(x);
 		for (int i = 0; i < 3; i++) {
-			x->wr_id = 31 + i, x->wr_flags = IBV_SEND_SIGNALED;
+			x->wr_id = 31 + i;
+			x->wr_flags = IBV_SEND_SIGNALED;
 			ibv_wr_send(x);
 			ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s, 1000);
 		}
@@ -457,7 +469,8 @@ static void rc_tests(void)
 
 		post_recv(b, 140, 0, BUF / 2);
 		ibv_wr_start(x);
-		x->wr_id = 41, x->wr_flags = IBV_SEND_SIGNALED;
+		x->wr_id = 41;
+		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_send(x);
 		ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s, 10);
 		x->wr_id = 42;
@@ -484,7 +497,8 @@ static void rc_tests(void)
 		/* More work requests than the SQ holds. */
 		ibv_wr_start(x);
 		for (int i = 0; i < 4096; i++) {
-			x->wr_id = 1000 + i, x->wr_flags = IBV_SEND_SIGNALED;
+			x->wr_id = 1000 + i;
+			x->wr_flags = IBV_SEND_SIGNALED;
 			ibv_wr_rdma_write(x, B.mr->rkey, (uintptr_t)r);
 			ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s, 8);
 		}
@@ -495,7 +509,8 @@ static void rc_tests(void)
 		/* The QP still works: the receive posted above gets this send. */
 		fill(s, 10);
 		ibv_wr_start(x);
-		x->wr_id = 45, x->wr_flags = IBV_SEND_SIGNALED;
+		x->wr_id = 45;
+		x->wr_flags = IBV_SEND_SIGNALED;
 		ibv_wr_send(x);
 		ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)s, 10);
 		ret = ibv_wr_complete(x);
@@ -507,7 +522,8 @@ static void rc_tests(void)
 	{
 		struct ibv_sge sge = { (uintptr_t)s, 777, A.mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = 50, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED,
 					  .wr.rdma = { (uintptr_t)r + 1000, B.mr->rkey } }, *bad;
 
 		fill(s, 2000);
@@ -527,7 +543,7 @@ static void rc_tests(void)
 }
 
 /* IB_UVERBS_DEVICE_ATOMIC_WRITE, which Debian 12's uapi headers do not have yet. */
-#define DEVICE_ATOMIC_WRITE (1ULL << 40)
+#define DEVICE_ATOMIC_WRITE _BITULL(40)
 
 /*
  * ATOMIC WRITEs the responder refuses, each on a fresh pair (the error ends the QP), the
@@ -557,9 +573,9 @@ static void atomic_write_tests(void)
 	struct ibv_wc wc;
 
 	result(!ibv_query_device_ex(A.ctx, NULL, &dx) &&
-		       (dx.device_cap_flags_ex & DEVICE_ATOMIC_WRITE),
+	       (dx.device_cap_flags_ex & DEVICE_ATOMIC_WRITE),
 	       "query_device_ex: the ATOMIC_WRITE capability");
-	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(bad); i++) {
 		struct ibv_qp_ex *x;
 		int ret, got;
 
@@ -574,7 +590,7 @@ static void atomic_write_tests(void)
 		ret = ibv_wr_complete(x);
 		got = ret ? 0 : poll_n(A.cq, &wc, 1, 2000);
 		result(got == 1 && wc.wr_id == 40 + i && wc.status == bad[i].want &&
-			       *word == 0x5555 && ro_buf[0] == 0x66 && ro_buf[4095] == 0x66,
+		       *word == 0x5555 && ro_buf[0] == 0x66 && ro_buf[4095] == 0x66,
 		       "wr_atomic_write %s: %s, nothing written", bad[i].what,
 		       got ? ibv_wc_status_str(wc.status) : "no completion");
 		ibv_destroy_qp(a);
@@ -608,11 +624,12 @@ static void refused_tests(void)
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_TSO, "UD with TSO" },
 	};
 
-	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(bad); i++) {
 		errno = 0;
 		struct ibv_qp *qp = create_ex(&A, bad[i].type, bad[i].ops, 16);
 
-		result(!qp && errno == EOPNOTSUPP, "send_ops_flags %s: create fails with EOPNOTSUPP (%s)",
+		result(!qp && errno == EOPNOTSUPP,
+		       "send_ops_flags %s: create fails with EOPNOTSUPP (%s)",
 		       bad[i].what, strerror(errno));
 		if (qp)
 			ibv_destroy_qp(qp);
@@ -633,7 +650,7 @@ static void refused_tests(void)
 	/* Creation flags: none set is taken (as rxe takes it), any flag is refused. */
 	ia.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	qp = ibv_create_qp_ex(A.ctx, &ia);
-	result(qp != NULL, "IBV_QP_INIT_ATTR_CREATE_FLAGS without a flag: created");
+	result(!!qp, "IBV_QP_INIT_ATTR_CREATE_FLAGS without a flag: created");
 	if (qp)
 		ibv_destroy_qp(qp);
 	ia.create_flags = IBV_QP_CREATE_SCATTER_FCS;
@@ -660,7 +677,8 @@ static void uc_tests(void)
 	post_recv(b, 200, 0, BUF / 2);
 	post_recv(b, 201, 0, 0);
 	ibv_wr_start(x);
-	x->wr_id = 60, x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 60;
+	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(x);
 	ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)A.buf, 4000);
 	x->wr_id = 61;
@@ -678,7 +696,8 @@ static void uc_tests(void)
 	/* UC has no NAKs: a write the responder refuses is dropped, the requester goes on. */
 	memset(B.buf + 20000, 0x33, 100);
 	ibv_wr_start(x);
-	x->wr_id = 62, x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 62;
+	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_rdma_write(x, B.mr->rkey ^ 0x100, (uintptr_t)B.buf + 20000);
 	ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)A.buf, 100);
 	x->wr_id = 63;
@@ -744,16 +763,19 @@ static void ud_tests(void)
 	memset(B.buf, 0, 2000);
 	post_recv(b, 300, 0, GRH + 1000);
 	ibv_wr_start(x);
-	x->wr_id = 80, x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_id = 80;
+	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(x);
 	ibv_wr_set_ud_addr(x, ah, b->qp_num, QKEY);
 	ibv_wr_set_sge(x, A.mr->lkey, (uintptr_t)A.buf, 1000);
 	ret = ibv_wr_complete(x);
 	n = ret ? 0 : poll_n(A.cq, &swc, 1, 2000);
 	if (ret || n != 1 || swc.status != IBV_WC_SUCCESS) {
-		snprintf(why, sizeof(why), "UD send not executed by the kernel (ret %d, %d CQE, status %d)",
+		snprintf(why, sizeof(why),
+			 "UD send not executed by the kernel (ret %d, %d CQE, status %d)",
 			 ret, n, n ? swc.status : -1);
-		skip(d1, why), skip(d2, why);
+		skip(d1, why);
+		skip(d2, why);
 		goto out;
 	}
 	n = poll_n(B.cq, &rwc, 1, 2000);
@@ -772,7 +794,8 @@ static void ud_tests(void)
 		ibv_wr_set_ud_addr(x, ah, b->qp_num, QKEY);
 		ibv_wr_set_inline_data(x, src, sizeof(src));
 		ret = ibv_wr_complete(x);
-		result(!ret && completes(81, IBV_WC_SEND, 301, IBV_WC_RECV, GRH + sizeof(src), &rwc) &&
+		result(!ret && completes(81, IBV_WC_SEND, 301, IBV_WC_RECV, GRH + sizeof(src),
+					 &rwc) &&
 		       (rwc.wc_flags & IBV_WC_WITH_IMM) && rwc.imm_data == htonl(0xabc) &&
 		       !memcmp(src, B.buf + GRH, sizeof(src)), "%s", d2);
 	}
@@ -787,7 +810,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	printf("TAP version 13\n");
+	ksft_print_header();
 	srand(4);
 	open_side(&A, argc > 1 ? argv[1] : "srdma_a");
 	open_side(&B, argc > 2 ? argv[2] : "srdma_b");
@@ -796,6 +819,5 @@ int main(int argc, char **argv)
 	refused_tests();
 	uc_tests();
 	ud_tests();
-	printf("1..%d\n", test_num);
-	return failures ? 1 : 0;
+	tap_done();
 }

@@ -2,7 +2,8 @@
 # `make check`: every test of srdma in one VM boot, then the verdict.
 #   check.sh OUTDIR
 # Runs the kselftests (selftests/), the KUnit tests and Rust doctests of the kernel crate (at
-# boot, kunit.enable=1), checks the kernel log for warnings, then the benchmark's smoke run.
+# boot, kunit.enable=1), checks the kernel log for warnings, then the benchmark's smoke run and
+# make lint.
 # Ends with the line "N passed, N failed, N skipped" and exits non-zero on any failure.
 # SRDMA_CHECK_TESTS="srdma_data.sh ..." runs only those kselftests (while developing).
 set -uo pipefail
@@ -53,14 +54,38 @@ else
 	result skip "set-up from an empty cache (SRDMA_CHECK_FRESH=0)"
 fi
 
+# The kselftests as `make ktest` installed them from the kernel tree (KSFT_INSTALL_PATH), run
+# by the kernel's runner in the VM.
+ksft=${SRDMA_BUILD:?}/kselftest/kselftest_install
 echo "check: booting the VM and running the selftests (output in $out)"
+# shellcheck disable=SC2086
 "$top/tools/vm/run.sh" --timeout "${SRDMA_CHECK_TIMEOUT:-4200}" --append kunit.enable=1 \
 	${SRDMA_VM_APPEND:+--append "$SRDMA_VM_APPEND"} \
-	-- "$top/selftests/run_tests.sh" "$out/selftests" ${SRDMA_CHECK_TESTS:-} 2>&1 | tee "$out/selftests.tap"
+	-- "$top/tools/vm/selftests.sh" "$ksft" "$out/selftests.tap" ${SRDMA_CHECK_TESTS:-} 2>&1 |
+	tee "$out/vm-console.log"
 vm_rc=${PIPESTATUS[0]}
 if [ "$vm_rc" -ne 0 ]; then
 	result fail "VM run (exit $vm_rc)"
 fi
+
+# The runner's stream, one test after another: "# selftests: COLLECTION: NAME", the test's own
+# TAP with "# " in front, then the runner's "ok N ..." or "not ok N ... # exit=RC" line. Each
+# test's TAP goes to selftests/NAME.tap and its exit status to NAME.rc (4: a skip, 124: timeout).
+mkdir -p "$out/selftests"
+awk -v dir="$out/selftests" '
+	/^# selftests: drivers\/infiniband\/srdma: / { name = $NF; tap = dir "/" name ".tap"; printf "" > tap; next }
+	name != "" && /^(not )?ok [0-9]+ selftests: drivers\/infiniband\/srdma: / {
+		rc = 0
+		if ($0 ~ /^not ok/) {
+			rc = 1
+			if ($0 ~ /# TIMEOUT/) rc = 124
+			else if (match($0, /# exit=[0-9]+/)) rc = substr($0, RSTART + 7, RLENGTH - 7)
+		} else if ($0 ~ /# SKIP/) rc = 4
+		print rc > (dir "/" name ".rc")
+		close(tap); close(dir "/" name ".rc"); name = ""; next
+	}
+	name != "" { line = $0; sub(/^# ?/, "", line); print line >> tap }
+' "$out/selftests.tap" 2>/dev/null
 
 # Subtests of every kselftest; a test that failed without a failing subtest (it crashed, timed
 # out or lost its plan) counts as one failure.
@@ -123,21 +148,27 @@ fi
 
 # `make vm CMD=...` runs the whole command line in the VM: its ";", "&&", "|", redirections and
 # quotes stay intact, and nothing of it runs on the host (whose /tmp the guest cannot see).
-probe=/tmp/srdma-vm-cmd.$$
-rm -f "$probe"
-vm_out=$out/vm-cmd.txt
-if make -s -C "$top" vm CMD="uname -r > $vm_out && echo 'two  words' | tr a-z A-Z >> $vm_out; touch $probe" \
-	> "$out/vm-cmd.log" 2>&1 &&
-	[ ! -e "$probe" ] &&
-	[ "$(cat "$vm_out" 2>/dev/null)" = "$(cat "$SRDMA_BUILD/include/config/kernel.release")
+# SRDMA_CHECK_VMCMD=0 leaves it out, because `make vm` first rebuilds the kernel from the
+# working tree (while developing tests against a kernel someone else is changing).
+if [ "${SRDMA_CHECK_VMCMD:-1}" = 1 ]; then
+	probe=/tmp/srdma-vm-cmd.$$
+	rm -f "$probe"
+	vm_out=$out/vm-cmd.txt
+	if make -s -C "$top" vm CMD="uname -r > $vm_out && echo 'two  words' | tr a-z A-Z >> $vm_out; touch $probe" \
+		> "$out/vm-cmd.log" 2>&1 &&
+		[ ! -e "$probe" ] &&
+		[ "$(cat "$vm_out" 2>/dev/null)" = "$(cat "$SRDMA_BUILD/include/config/kernel.release")
 TWO  WORDS" ]; then
-	result pass "make vm CMD: a compound command runs whole in the VM"
+		result pass "make vm CMD: a compound command runs whole in the VM"
+	else
+		result fail "make vm CMD: a compound command runs whole in the VM (see $out/vm-cmd.log)"
+		cat "$out/vm-cmd.log" "$vm_out" 2>/dev/null | tail -20
+		[ ! -e "$probe" ] || echo "check: part of CMD ran on the host: it created $probe"
+	fi
+	rm -f "$probe"
 else
-	result fail "make vm CMD: a compound command runs whole in the VM (see $out/vm-cmd.log)"
-	cat "$out/vm-cmd.log" "$vm_out" 2>/dev/null | tail -20
-	[ ! -e "$probe" ] || echo "check: part of CMD ran on the host: it created $probe"
+	result skip "make vm CMD (SRDMA_CHECK_VMCMD=0)"
 fi
-rm -f "$probe"
 
 # The benchmark's smoke run (another VM boot): it must complete; its numbers gate nothing, so
 # it boots the test kernel rather than building the bench kernel too.
@@ -153,6 +184,25 @@ if [ "${SRDMA_CHECK_BENCH:-1}" = 1 ]; then
 	fi
 else
 	result skip "bench smoke run (SRDMA_CHECK_BENCH=0)"
+fi
+
+# make lint, last because its clippy pass rebuilds the Rust objects of the test kernel:
+# rustfmt, clippy, rustdoc, htmldocs and the patch series through checkpatch --strict.
+if [ "${SRDMA_CHECK_LINT:-1}" = 1 ]; then
+	echo "check: make lint (log in $out/lint.log)"
+	# The series' author and sign-off are the git user's; a CI clone may have none.
+	if ! git -C "$top" config user.email >/dev/null; then
+		export GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0="srdma check" \
+			GIT_CONFIG_KEY_1=user.email GIT_CONFIG_VALUE_1="check@srdma.invalid"
+	fi
+	if SRDMA_SERIES_OUT=$out/series "$top/tools/lint.sh" > "$out/lint.log" 2>&1; then
+		result pass "make lint: rustfmt, clippy, rustdoc, htmldocs, checkpatch --strict of make series"
+	else
+		result fail "make lint (see $out/lint.log)"
+		tail -30 "$out/lint.log"
+	fi
+else
+	result skip "make lint (SRDMA_CHECK_LINT=0)"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

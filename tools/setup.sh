@@ -14,7 +14,7 @@ APT_PKGS=(linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	ibverbs-utils rdma-core rdmacm-utils perftest python3-pyverbs libibverbs-dev
 	busybox-static pahole flex bison libelf-dev libssl-dev bc cpio kmod
 	xz-utils zstd iproute2 rsync python3-pip python3-venv make gcc linux-perf
-	python3-sphinx python3-yaml graphviz)
+	python3-ply python3-git python3-sphinx python3-yaml graphviz)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

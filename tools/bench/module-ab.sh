@@ -10,9 +10,11 @@
 #   make bench-kernel
 #   SRDMA_BUILD=$SRDMA_BENCH_BUILD tools/vm/run.sh -- env ROUNDS=5 \
 #       "$PWD/tools/bench/module-ab.sh" notrace=/tmp/srdma-notrace.ko
-# What counting costs: the same with params::COUNTING set to false instead.
+# What counting costs: the same with the counters' adds compiled out, by building with
+# tools/bench/no-counting.patch applied (`git apply`, and `git apply -R` after the copy).
 [ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
-. "$(dirname "$0")/../../selftests/lib.sh"
+# The kselftests' helpers, as `make ktest` installed them.
+. "${SRDMA_KSELFTEST:?no SRDMA_KSELFTEST: run through tools/vm/run.sh}/lib.sh"
 # What srdma.ko needs (ib_uverbs, the UDP tunnel) is loaded once; insmod does not resolve it.
 modprobe srdma && rmmod srdma
 port=19500

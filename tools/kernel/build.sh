@@ -3,14 +3,19 @@
 # and build it incrementally.  Usage: build.sh [make targets...], e.g.
 #   build.sh SPHINXDIRS=infiniband htmldocs: the documentation (srdma.rst) as HTML.
 #   build.sh --no-build: prepare and configure only (make check's set-up-from-nothing proof).
+#   build.sh --kselftest: build the srdma kselftests against the built kernel and install them
+#   in $SRDMA_BUILD/kselftest/kselftest_install (make ktest).
 set -euo pipefail
 # A failing step says which one, and where to look, instead of a bare make error.
 trap 'rc=$?; echo "kernel: failed (exit $rc) at tools/kernel/build.sh:$LINENO: $BASH_COMMAND" >&2' ERR
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build_too=1
+build_too=1 kselftest=0
 if [ "${1:-}" = --no-build ]; then
 	build_too=0
+	shift
+elif [ "${1:-}" = --kselftest ]; then
+	kselftest=1
 	shift
 fi
 cache=${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}
@@ -76,25 +81,36 @@ rsync -a --checksum "$top/Documentation/" "$src/Documentation/"
 # The top-level Kconfig holds all of srdma's symbols (abstractions and driver); the tree has it
 # as the driver's Kconfig, which the hooks source from drivers/infiniband/Kconfig.
 rsync -a --checksum "$top/Kconfig" "$src/drivers/infiniband/sw/srdma/Kconfig"
+# The kselftests, where the kernel's selftests Makefile finds TARGETS=drivers/infiniband/srdma.
+mkdir -p "$src/tools/testing/selftests/drivers/infiniband/srdma"
+rsync -a --checksum "$top/selftests/" "$src/tools/testing/selftests/drivers/infiniband/srdma/"
 
 kmake=(make -C "$src" O="$build" LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 	BINDGEN="$tools/bin/bindgen" CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt
 	-j"$(nproc)")
 
-# 4. Configure when the fragment changed: tinyconfig + fragment + olddefconfig.
-if ! cmp -s "$fragment" "$build/.srdma-fragment"; then
-	echo "kernel: configuring (tinyconfig + srdma.config${SRDMA_KCONFIG_EXTRA:+ + $SRDMA_KCONFIG_EXTRA})"
-	"${kmake[@]}" -s tinyconfig >/dev/null
-	(cd "$build" && KCONFIG_CONFIG=.config "$src/scripts/kconfig/merge_config.sh" -m -O "$build" .config "$fragment" >/dev/null)
-	"${kmake[@]}" -s olddefconfig >/dev/null
-	missing=0
+# Whether every line of the fragment holds in .config; says which do not.
+config_holds() {
+	local line ok=0
 	while IFS= read -r line; do
 		case "$line" in
 		CONFIG_*=*) grep -qx "$line" "$build/.config" ;;
 		"# CONFIG_"*" is not set") sym=${line#"# "}; ! grep -q "^${sym%% *}=" "$build/.config" ;;
 		*) true ;;
-		esac || { echo "kernel: config did not take: $line" >&2; missing=1; }
+		esac || { echo "kernel: config did not take: $line" >&2; ok=1; }
 	done < "$fragment"
+	return $ok
+}
+
+# 4. Configure when the fragment changed or the config lost part of it: tinyconfig + fragment
+# + olddefconfig.
+if ! cmp -s "$fragment" "$build/.srdma-fragment" || ! config_holds 2>/dev/null; then
+	echo "kernel: configuring (tinyconfig + srdma.config${SRDMA_KCONFIG_EXTRA:+ + $SRDMA_KCONFIG_EXTRA})"
+	"${kmake[@]}" -s tinyconfig >/dev/null
+	(cd "$build" && KCONFIG_CONFIG=.config "$src/scripts/kconfig/merge_config.sh" -m -O "$build" .config "$fragment" >/dev/null)
+	"${kmake[@]}" -s olddefconfig >/dev/null
+	missing=0
+	config_holds || missing=1
 	if [ "$missing" -ne 0 ]; then
 		if ! grep -qx CONFIG_RUST=y "$build/.config"; then
 			echo "kernel: Rust is not available to the kernel build; it says:" >&2
@@ -107,7 +123,22 @@ if ! cmp -s "$fragment" "$build/.srdma-fragment"; then
 fi
 
 [ "$build_too" = 1 ] || exit 0
+if [ "$kselftest" = 1 ]; then
+	# The kernel's documented way, not `make kselftest-install`: under the kernel's own make
+	# the kverbs module's nested kernel make would inherit its half-set-up environment.
+	exec make -C "$src/tools/testing/selftests" O="$build" TARGETS=drivers/infiniband/srdma \
+		KDIR="$build" LLVM=-16 -j"$(nproc)" install
+fi
 if [ $# -eq 0 ]; then
 	set -- all
 fi
-exec "${kmake[@]}" "$@"
+"${kmake[@]}" "$@"
+# A changed Kconfig makes the build sync the config, and a sync that found no usable Rust
+# (a make without this script's RUSTC and BINDGEN) drops CONFIG_RUST and with it srdma:
+# configure again, once, rather than leave a kernel without srdma.
+if ! config_holds; then
+	[ -z "${SRDMA_RECONFIGURED:-}" ] || exit 1
+	echo "kernel: the configuration lost srdma's symbols: configuring again" >&2
+	rm -f "$build/.srdma-fragment"
+	SRDMA_RECONFIGURED=1 exec "$0" "$@"
+fi

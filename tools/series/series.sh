@@ -121,22 +121,38 @@ for p in "$hooks"/*.patch; do
 	done
 	patch -s -d "$final" -p1 --no-backup-if-mismatch -r - < "$p"
 done
-(cd "$tree" && cp --parents MAINTAINERS Documentation/infiniband/index.rst "$final/")
-python3 - "$final" "$name <$email>" <<'EOF'
+(cd "$tree" && cp --parents MAINTAINERS net/ipv4/Kconfig "$final/")
+python3 - "$final" "$name <$email>" "${kconfig:-}" <<'EOF'
 import sys
-final, who = sys.argv[1:]
+final, who, kconfig = sys.argv[1:]
 
-# Documentation/infiniband/index.rst: srdma in the toctree, in order.
-path = f"{final}/Documentation/infiniband/index.rst"
-lines = open(path, encoding="utf-8").read().splitlines(keepends=True)
-start = next(i for i, l in enumerate(lines) if l.startswith(".. toctree::"))
-i = start + 1
-while not lines[i].startswith("   ") or lines[i].strip().startswith(":") or not lines[i].strip():
-    i += 1
-while lines[i].startswith("   ") and lines[i].strip() < "srdma":
-    i += 1
-lines.insert(i, "   srdma\n")
-open(path, "w", encoding="utf-8").writelines(lines)
+# The project Kconfig: the driver's symbol stays in the driver's Kconfig, each abstraction's
+# goes where its kind lives upstream, so that each patch has its symbol in a Kconfig the tree
+# sources; the header comment, about the checkout, stays out.
+if kconfig:
+    spdx, *lines = open(f"{final}/{kconfig}", encoding="utf-8").read().splitlines()
+    blocks, name = {}, None
+    for line in lines:
+        if line.startswith("config "):
+            name = line.split()[1]
+            blocks[name] = ""
+        if name:
+            blocks[name] += line + "\n"
+    blocks = {k: v.rstrip("\n") + "\n" for k, v in blocks.items()}
+
+    def insert(path, before=None, after=None, block=""):
+        lines = open(f"{final}/{path}", encoding="utf-8").read().split("\n\n")
+        at = next(i for i, chunk in enumerate(lines)
+                  if chunk.startswith(f"config {before or after}\n"))
+        lines.insert(at if before else at + 1, block.rstrip("\n"))
+        open(f"{final}/{path}", "w", encoding="utf-8").write("\n\n".join(lines))
+
+    insert("drivers/infiniband/Kconfig", before="INFINIBAND_VIRT_DMA",
+           block=blocks.pop("RUST_RDMA_ABSTRACTIONS"))
+    insert("net/ipv4/Kconfig", after="NET_UDP_TUNNEL",
+           block=blocks.pop("RUST_UDP_TUNNEL_ABSTRACTIONS"))
+    open(f"{final}/{kconfig}", "w", encoding="utf-8").write(
+        spdx + "\n" + "\n".join(blocks.values()))
 
 # MAINTAINERS: the entries, each where its name sorts.
 entries = {
@@ -212,12 +228,22 @@ log=$out/checkpatch.log
 bad=0
 for p in "$out"/[0-9][0-9][0-9][0-9]-*.patch; do
 	case "$p" in */0000-cover-letter.patch) continue ;; esac
-	res=$(cd "$tree" && perl scripts/checkpatch.pl --strict --ignore "$ignore" --no-color "$p" 2>&1) || true
+	res=$(cd "$tree" && perl scripts/checkpatch.pl --strict --show-types --ignore "$ignore" \
+		--no-color "$p" 2>&1) || true
 	total=$(printf '%s\n' "$res" | sed -n 's/^total: //p' | tail -1)
+	# The trace header is laid out as include/trace/events/ lays them out (TP_STRUCT__entry(
+	# on a line of its own, fields indented by a tab), which --strict flags in every in-tree
+	# RDMA trace header too (rdma_core.h: 36 and 20 of these); only those two checks, and only
+	# there, are let through.
+	kept=$(printf '%s\n' "$res" | awk 'BEGIN { RS = ""; ORS = "\n\n" }
+		/^CHECK:(OPEN_ENDED_LINE|PARENTHESIS_ALIGNMENT):/ &&
+			/FILE: include\/trace\/events\/srdma\.h:/ { next }
+		/^(ERROR|WARNING|CHECK):/ { print }')
+	[ -n "$total" ] || kept="checkpatch printed no total: $res"
 	printf '%s: %s\n' "$(basename "$p")" "$total" | tee -a "$log"
-	if ! printf '%s\n' "$res" | grep -q '^total: 0 errors, 0 warnings, 0 checks'; then
+	if [ -n "$kept" ]; then
 		bad=$((bad + 1))
-		printf '%s\n\n' "$res" >> "$log"
+		printf '%s\n' "$kept" >> "$log"
 	fi
 done
 

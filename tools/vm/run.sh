@@ -75,7 +75,16 @@ script=$logdir/vm-cmd.sh
 		printf 'export RDMAV_DRIVERS=%q\n' "$provider"
 	fi
 	printf 'export SRDMA_BUILD=%q\n' "$build"
-	# The per-suite limit of run_tests.sh, for slow kernels (KASAN).
+	# The installed kselftests (make ktest): their shell helpers and test programs serve tools
+	# that run in the VM, whichever kernel it boots (the bench kernel has none of its own).
+	ksft=kselftest/kselftest_install/drivers/infiniband/srdma
+	if [ -d "$build/$ksft" ]; then
+		ksft=$build/$ksft
+	else
+		ksft=$cache/build/$ksft
+	fi
+	printf 'export SRDMA_KSELFTEST=%q\n' "$ksft"
+	# The per-test limit of the kselftests (tools/vm/selftests.sh), for slow kernels (KASAN).
 	if [ -n "${SRDMA_TEST_TIMEOUT:-}" ]; then
 		printf 'export SRDMA_TEST_TIMEOUT=%q\n' "$SRDMA_TEST_TIMEOUT"
 	fi

@@ -5,8 +5,9 @@
 # `rdma res -dd` and the tracepoints show of it. Prints each command and its output; the guide
 # quotes them.
 #   make vm CMD='tools/vm/trouble.sh [N...]'   (scenario numbers; all by default)
-top=$(dirname "$(readlink -f "$0")")/../..
-. "$top/selftests/lib.sh"
+# The kselftests' helpers and programs, as `make ktest` installed them (make vm does).
+ksft=${SRDMA_KSELFTEST:?no SRDMA_KSELFTEST: run through make vm}
+. "$ksft/lib.sh"
 load_srdma
 T=/sys/kernel/tracing
 mountpoint -q "$T" || mount -t tracefs nodev "$T"
@@ -105,7 +106,7 @@ scenario_4() {
 	# `ip netns exec` becomes the server: its PID is the process to kill.
 	ip netns exec $NS ib_write_bw -d srdma_ta -x "$ta" -D 30 -p 18103 >/dev/null 2>&1 &
 	srv=$!
-	ip netns exec $NS bash -c '. '"$top"'/selftests/lib.sh >/dev/null; wait_for 10 tcp_listening 18103'
+	ip netns exec $NS bash -c '. '"$ksft"'/lib.sh >/dev/null; wait_for 10 tcp_listening 18103'
 	ip netns exec $PEER_NS timeout 60 ib_write_bw -d srdma_tb -x "$tb" -D 30 -p 18103 10.64.0.1 \
 		> /tmp/bw-cli.log 2>&1 &
 	cli=$!

@@ -2,14 +2,16 @@
 # The two-VM run (`make check-2vm`): two guests of the built kernel, each with one more
 # virtio-net NIC, joined by a QEMU dgram netdev (UDP datagrams between two sockets on the host's
 # loopback): srdma in guest A, rxe in guest B (SRDMA_2VM_PEER=srdma for srdma). Both run
-# selftests/srdma_2vm.sh, which prints TAP for its side; the run fails if either side fails.
+# selftests/srdma_2vm.sh (installed by make ktest), which prints TAP for its side; the run fails if either side fails.
 #   two.sh [OUTDIR]
 # It boots two emulated guests at once: expect it to take a while, and give it the machine.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-out=${1:-$top/out/check-2vm}
+cache=${SRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/srdma}
+# srdma_2vm.sh as `make ktest` installed it, beside its helpers.
+ksft=${SRDMA_BUILD:-$cache/build}/kselftest/kselftest_install/drivers/infiniband/srdma
+out=${1:-$here/../../out/check-2vm}
 peer=${SRDMA_2VM_PEER:-rxe}
 base=${SRDMA_2VM_PORT:-47000}
 rm -rf "$out"
@@ -21,7 +23,7 @@ guest() {
 	nic+=",remote.type=inet,remote.host=127.0.0.1,remote.port=$3"
 	nic+=" -device virtio-net-pci,netdev=wire,mac=$4"
 	SRDMA_VM_LOG=$out/$1/dmesg.log "$here/run.sh" --timeout "${SRDMA_2VM_TIMEOUT:-3600}" \
-		--qemu-opts "$nic" -- "$top/selftests/srdma_2vm.sh" "$1" "$peer" "$out" >"$out/$1.tap" 2>&1
+		--qemu-opts "$nic" -- "$ksft/srdma_2vm.sh" "$1" "$peer" "$out" >"$out/$1.tap" 2>&1
 }
 
 echo "check-2vm: srdma in guest A, $peer in guest B (output in $out)"
