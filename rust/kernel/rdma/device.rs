@@ -67,12 +67,10 @@ unsafe impl<T: Driver> Sync for Device<T> {}
 
 super::typed::c_enum! {
     /// What kind of node a device is (`RDMA_NODE_*`): ib_core derives the device's transport
-    /// from it (InfiniBand, which RoCE is too, or iWARP).
+    /// from it. The kinds that Rust drivers are so far.
     pub enum NodeType: u32 {
         /// A channel adapter: an InfiniBand or RoCE device.
         IbCa = bindings::RDMA_NODE_IB_CA,
-        /// An iWARP RDMA NIC.
-        Rnic = bindings::RDMA_NODE_RNIC,
     }
 }
 

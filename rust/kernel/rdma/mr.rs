@@ -22,6 +22,19 @@ use core::{
 
 super::typed::flag_set! {
     /// Access rights of a memory region or window (`enum ib_access_flags`).
+    ///
+    /// Bits the type does not name are kept, so that a driver can refuse what it does not
+    /// implement:
+    ///
+    /// ```
+    /// use kernel::rdma::mr::Access;
+    ///
+    /// const SUPPORTED: Access = Access::LOCAL_WRITE.union(Access::REMOTE_WRITE);
+    /// let asked = Access::LOCAL_WRITE | Access::REMOTE_ATOMIC;
+    /// assert!(asked.contains(Access::LOCAL_WRITE));
+    /// assert_eq!(asked.difference(SUPPORTED), Access::REMOTE_ATOMIC);
+    /// assert!(!Access::from_bits_retain(1 << 30).difference(SUPPORTED).is_empty());
+    /// ```
     pub struct Access(u32) {
         /// The local device may write to the region.
         const LOCAL_WRITE = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
