@@ -6,58 +6,59 @@
 
 use crate::bindings;
 
-/// The state of a port (`enum ib_port_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum PortState {
-    /// The port is down: no link.
-    Down = bindings::ib_port_state_IB_PORT_DOWN,
-    /// The link is up but not yet configured.
-    Init = bindings::ib_port_state_IB_PORT_INIT,
-    /// The link is configured but not yet active.
-    Armed = bindings::ib_port_state_IB_PORT_ARMED,
-    /// The port can send and receive.
-    Active = bindings::ib_port_state_IB_PORT_ACTIVE,
+super::typed::c_enum! {
+    /// The state of a port (`enum ib_port_state`).
+    pub enum PortState: u32 {
+        /// The port is down: no link.
+        Down = bindings::ib_port_state_IB_PORT_DOWN,
+        /// The link is up but not yet configured.
+        Init = bindings::ib_port_state_IB_PORT_INIT,
+        /// The link is configured but not yet active.
+        Armed = bindings::ib_port_state_IB_PORT_ARMED,
+        /// The port can send and receive.
+        Active = bindings::ib_port_state_IB_PORT_ACTIVE,
+    }
 }
 
-/// The physical state of a port (`enum ib_port_phys_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum PhysState {
-    /// The physical port sleeps.
-    Sleep = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_SLEEP as u8,
-    /// The port looks for a link partner.
-    Polling = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8,
-    /// The port is administratively disabled.
-    Disabled = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8,
-    /// The physical link is up.
-    LinkUp = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
+super::typed::c_enum! {
+    /// The physical state of a port (`enum ib_port_phys_state`).
+    pub enum PhysState: u8 {
+        /// The physical port sleeps.
+        Sleep = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_SLEEP as u8,
+        /// The port looks for a link partner.
+        Polling = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8,
+        /// The port is administratively disabled.
+        Disabled = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8,
+        /// The physical link is up.
+        LinkUp = bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
+    }
 }
 
-/// The link layer of a port (`enum rdma_link_layer`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum LinkLayer {
-    /// InfiniBand.
-    InfiniBand = bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND,
-    /// Ethernet (RoCE and iWARP).
-    Ethernet = bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+super::typed::c_enum! {
+    /// The link layer of a port (`enum rdma_link_layer`).
+    pub enum LinkLayer: u32 {
+        /// InfiniBand.
+        InfiniBand = bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND,
+        /// Ethernet (RoCE and iWARP).
+        Ethernet = bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+    }
 }
 
-/// An InfiniBand path MTU (`enum ib_mtu`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u32)]
-pub enum Mtu {
-    /// 256 bytes.
-    Mtu256 = bindings::ib_mtu_IB_MTU_256,
-    /// 512 bytes.
-    Mtu512 = bindings::ib_mtu_IB_MTU_512,
-    /// 1024 bytes.
-    Mtu1024 = bindings::ib_mtu_IB_MTU_1024,
-    /// 2048 bytes.
-    Mtu2048 = bindings::ib_mtu_IB_MTU_2048,
-    /// 4096 bytes.
-    Mtu4096 = bindings::ib_mtu_IB_MTU_4096,
+super::typed::c_enum! {
+    /// An InfiniBand path MTU (`enum ib_mtu`).
+    #[derive(PartialOrd, Ord)]
+    pub enum Mtu: u32 {
+        /// 256 bytes.
+        Mtu256 = bindings::ib_mtu_IB_MTU_256,
+        /// 512 bytes.
+        Mtu512 = bindings::ib_mtu_IB_MTU_512,
+        /// 1024 bytes.
+        Mtu1024 = bindings::ib_mtu_IB_MTU_1024,
+        /// 2048 bytes.
+        Mtu2048 = bindings::ib_mtu_IB_MTU_2048,
+        /// 4096 bytes.
+        Mtu4096 = bindings::ib_mtu_IB_MTU_4096,
+    }
 }
 
 impl Mtu {
@@ -97,17 +98,18 @@ impl Mtu {
     }
 }
 
-/// Atomic operation guarantees (`enum ib_atomic_cap`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(u32)]
-pub enum AtomicCap {
-    /// No atomic operations.
-    #[default]
-    None = bindings::ib_atomic_cap_IB_ATOMIC_NONE,
-    /// Atomic among operations through this device.
-    Hca = bindings::ib_atomic_cap_IB_ATOMIC_HCA,
-    /// Atomic against all accesses, including the CPU's.
-    Global = bindings::ib_atomic_cap_IB_ATOMIC_GLOB,
+super::typed::c_enum! {
+    /// Atomic operation guarantees (`enum ib_atomic_cap`).
+    #[derive(Default)]
+    pub enum AtomicCap: u32 {
+        /// No atomic operations.
+        #[default]
+        None = bindings::ib_atomic_cap_IB_ATOMIC_NONE,
+        /// Atomic among operations through this device.
+        Hca = bindings::ib_atomic_cap_IB_ATOMIC_HCA,
+        /// Atomic against all accesses, including the CPU's.
+        Global = bindings::ib_atomic_cap_IB_ATOMIC_GLOB,
+    }
 }
 
 /// Device capability flags (`enum ib_device_cap_flags`), reported to users.

@@ -19,40 +19,25 @@ use crate::{
 };
 use core::ptr::NonNull;
 
-/// The state of a QP (`enum ib_qp_state`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(u32)]
-pub enum QpState {
-    /// Newly created or reset: no work is processed.
-    #[default]
-    Reset = bindings::ib_qp_state_IB_QPS_RESET,
-    /// Initialised: receives may be posted.
-    Init = bindings::ib_qp_state_IB_QPS_INIT,
-    /// Ready to receive.
-    Rtr = bindings::ib_qp_state_IB_QPS_RTR,
-    /// Ready to send.
-    Rts = bindings::ib_qp_state_IB_QPS_RTS,
-    /// Send queue drained.
-    Sqd = bindings::ib_qp_state_IB_QPS_SQD,
-    /// Send queue error (UC and UD).
-    Sqe = bindings::ib_qp_state_IB_QPS_SQE,
-    /// Error: work requests are flushed.
-    Err = bindings::ib_qp_state_IB_QPS_ERR,
-}
-
-impl QpState {
-    /// Converts a raw `enum ib_qp_state`.
-    pub fn from_raw(raw: u32) -> Option<Self> {
-        Some(match raw {
-            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
-            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
-            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
-            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
-            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
-            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
-            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
-            _ => return None,
-        })
+super::typed::c_enum! {
+    /// The state of a QP (`enum ib_qp_state`).
+    #[derive(Default)]
+    pub enum QpState: u32 {
+        /// Newly created or reset: no work is processed.
+        #[default]
+        Reset = bindings::ib_qp_state_IB_QPS_RESET,
+        /// Initialised: receives may be posted.
+        Init = bindings::ib_qp_state_IB_QPS_INIT,
+        /// Ready to receive.
+        Rtr = bindings::ib_qp_state_IB_QPS_RTR,
+        /// Ready to send.
+        Rts = bindings::ib_qp_state_IB_QPS_RTS,
+        /// Send queue drained.
+        Sqd = bindings::ib_qp_state_IB_QPS_SQD,
+        /// Send queue error (UC and UD).
+        Sqe = bindings::ib_qp_state_IB_QPS_SQE,
+        /// Error: work requests are flushed.
+        Err = bindings::ib_qp_state_IB_QPS_ERR,
     }
 }
 
