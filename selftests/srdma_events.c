@@ -2,7 +2,8 @@
 /*
  * Events of srdma between two RC QPs of one device: completion events through a completion
  * channel (next and solicited-only arming, arming again), the SRQ limit event, the CQ
- * error event of an overrun CQ, and receiver-not-ready retries. Prints TAP.
+ * error event of an overrun CQ, and receiver-not-ready retries, kept to the RNR timer's
+ * resolution. Prints TAP.
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "srdma_tap.h"
@@ -295,6 +297,70 @@ static void test_rnr_retry(void)
 	ibv_destroy_cq(scq);
 }
 
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A responder's 240 us RNR timer (code 9) makes each retry wait that long and not much more:
+ * never less (IBA 9.7.5.2.8), and not until a jiffy passed (up to 4 ms at HZ=250, 2 ms on
+ * average, whatever the timer). 240 us is longer than a pass of the engine takes here, so a
+ * retry that waited for a tick would show.
+ */
+static void rnr_timer_resolution(void)
+{
+	enum { ROUNDS = 9, RETRIES = 6, TIMER_CODE = 9, TIMER_NS = 240000, SLACK_NS = 1000000 };
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = scq ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	long long took[ROUNDS];
+	int ok = !!rcq, r;
+
+	for (r = 0; r < ROUNDS && ok; r++) {
+		struct ibv_qp *a = new_qp(scq, rcq, NULL);
+		struct ibv_qp *b = a ? new_qp(scq, rcq, NULL) : NULL;
+		struct ibv_wc wc;
+		long long t0;
+		int got = 0;
+
+		ok = b && !connect_pair_rnr(a, b, RETRIES, TIMER_CODE);
+		t0 = now_ns();
+		if (ok)
+			ok = !post_send(a, IBV_SEND_SIGNALED);
+		while (ok && !got && now_ns() - t0 < 5000000000LL)
+			got = ibv_poll_cq(scq, 1, &wc);
+		took[r] = now_ns() - t0;
+		ok = ok && got == 1 && wc.status == IBV_WC_RNR_RETRY_EXC_ERR;
+		if (b)
+			ibv_destroy_qp(b);
+		if (a)
+			ibv_destroy_qp(a);
+	}
+	result(ok, "rnr_retry %d with a 240 us timer: RNR_RETRY_EXC_ERR after the retries",
+	       RETRIES);
+	qsort(took, r, sizeof(took[0]), cmp_ll);
+	result(ok && took[0] >= (long long)RETRIES * TIMER_NS,
+	       "rnr_retry %d with a 240 us timer: no retry comes early (fastest %lld us for %d retries)",
+	       RETRIES, r ? took[0] / 1000 : -1, RETRIES);
+	result(ok && took[r / 2] / RETRIES < TIMER_NS + SLACK_NS,
+	       "rnr_retry %d with a 240 us timer: each retry waits under 1 ms more, not a jiffy (median %lld us per retry)",
+	       RETRIES, r ? took[r / 2] / RETRIES / 1000 : -1);
+	if (rcq)
+		ibv_destroy_cq(rcq);
+	if (scq)
+		ibv_destroy_cq(scq);
+}
+
 int main(int argc, char **argv)
 {
 	ksft_print_header();
@@ -317,6 +383,7 @@ int main(int argc, char **argv)
 		srq_limit();
 		cq_overrun(1);
 		test_rnr_retry();
+		rnr_timer_resolution();
 	}
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);

@@ -95,6 +95,14 @@ pub(crate) struct SrdmaDevice {
     _tunnel: Option<Tunnel>,
 }
 
+impl Drop for SrdmaDevice {
+    fn drop(&mut self) {
+        // The device is unregistered: no retry is armed any more, and the one that may be
+        // ends before the queue drains.
+        self.worker.stop();
+    }
+}
+
 impl SrdmaDevice {
     pub(crate) fn new(
         name: &CStr,

@@ -6,20 +6,25 @@
 //! Kernel callers may post in atomic context (ib_mad posts under a spinlock with interrupts
 //! off), where the engine cannot run: it takes mutexes and allocates. Their `post_send` only
 //! writes the WQEs and queues the QP here; a work item processes its send queue soon after.
-//! A second work item waits for the RNR timers of refused WQEs and processes those send queues
-//! again when their time is up. A third takes the packets the RoCEv2 transport received (in
+//! A second work item processes those send queues again whose time came: the RNR timers of
+//! refused WQEs and the retransmission timers of the wire; a high-resolution timer queues it
+//! when the earliest is due, so a 10 µs RNR timer waits about 10 µs, not a jiffy, and no
+//! worker sleeps meanwhile. A third takes the packets the RoCEv2 transport received (in
 //! softirq context, where the engine cannot run either) to the responder.
 
 use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    impl_has_work, net,
+    impl_has_hr_timer, impl_has_work, net,
     net::skb::SkBuff,
-    new_condvar, new_mutex, new_spinlock, new_spinlock_irqsave, new_work,
+    new_spinlock, new_spinlock_irqsave, new_work,
     prelude::*,
     rdma::Device,
-    sync::{Arc, CondVar, Mutex, SpinLock, SpinLockIrqSave},
-    time::{msecs_to_jiffies, Ktime},
+    sync::{Arc, ArcBorrow, SpinLock, SpinLockIrqSave},
+    time::{
+        hrtimer::{HrTimer, HrTimerCallback},
+        Ktime,
+    },
     types::ARef,
     workqueue::{Queue, Work, WorkItem},
 };
@@ -33,8 +38,8 @@ const RECEIVED: u64 = 2;
 /// drops what its receive ring cannot hold.
 const RX_BACKLOG: usize = 4096;
 
-/// The longest the retry work item sleeps before it looks again, in milliseconds.
-const RETRY_TICK_MS: u32 = 10;
+/// How long the retry work waits before it tries again when it had no memory.
+const RETRY_AFTER_ENOMEM_NS: u64 = 1_000_000;
 
 /// QPs with newly posted kernel work, and the work item that processes them.
 #[pin_data]
@@ -49,11 +54,9 @@ pub(crate) struct Worker {
     /// Send queues waiting for an RNR retry, with the `ktime` (ns) of the retry.
     #[pin]
     retries: SpinLock<KVec<(Arc<QpShared>, i64)>>,
-    /// What the retry work item sleeps on between looks (nobody wakes it early).
+    /// Queues the retry work when the earliest of [`Worker::retries`] is due.
     #[pin]
-    nap: Mutex<()>,
-    #[pin]
-    nap_cv: CondVar,
+    timer: HrTimer<Worker>,
     #[pin]
     rx_work: Work<Worker, RECEIVED>,
     /// Packets from the wire, queued in softirq context.
@@ -71,6 +74,20 @@ impl_has_work! {
     impl HasWork<Self, RECEIVED> for Worker { self.rx_work }
 }
 
+impl_has_hr_timer! {
+    impl HasHrTimer for Worker { self.timer }
+}
+
+impl HrTimerCallback for Worker {
+    fn run(this: ArcBorrow<'_, Self>) {
+        // The work runs on the device's queue, which outlives the registration: a device
+        // that is not registered any more retries nothing.
+        if let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) {
+            let _ = dev.queue().enqueue::<_, RETRY>(Arc::from(this));
+        }
+    }
+}
+
 impl Worker {
     pub(crate) fn new(ndev: ARef<net::device::Device>) -> Result<Arc<Self>> {
         Arc::pin_init(
@@ -79,8 +96,7 @@ impl Worker {
                 pending <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::pending"),
                 retry_work <- new_work!("srdma::Worker::retry_work"),
                 retries <- new_spinlock!(KVec::new(), "srdma::Worker::retries"),
-                nap <- new_mutex!(()),
-                nap_cv <- new_condvar!("srdma::Worker::nap_cv"),
+                timer <- HrTimer::new(),
                 rx_work <- new_work!("srdma::Worker::rx_work"),
                 rx <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::rx"),
                 rx_overflow: AtomicU64::new(0),
@@ -144,10 +160,20 @@ impl Worker {
         !self.rx.lock().is_empty()
     }
 
-    /// Takes the retries that are due at `now`; returns them and when the next one is due.
-    fn due(&self, now: i64) -> Result<(KVec<Arc<QpShared>>, Option<i64>)> {
+    /// Stops the retry timer for good, waiting for its callback; called once the device is
+    /// unregistered (then nothing arms it again).
+    pub(crate) fn stop(self: &Arc<Self>) {
+        HrTimer::cancel(self);
+    }
+
+    /// Takes the retries that are due at `now`; the others stay queued.
+    fn due(&self, now: i64) -> Result<KVec<Arc<QpShared>>> {
+        // Room for all of them first, so that a failed allocation leaves every retry queued
+        // rather than losing the ones already taken out.
+        let n = self.retries.lock().len() + 8;
+        let (mut due, mut keep) = (KVec::with_capacity(n, GFP_KERNEL)?, KVec::new());
+        keep.reserve(n, GFP_KERNEL)?;
         let taken = core::mem::take(&mut *self.retries.lock());
-        let (mut due, mut keep) = (KVec::new(), KVec::new());
         for (q, at) in taken.into_iter() {
             if at <= now {
                 due.push(q, GFP_KERNEL)?;
@@ -161,8 +187,7 @@ impl Worker {
         for entry in keep.into_iter() {
             retries.push(entry, GFP_ATOMIC)?;
         }
-        let next = retries.iter().map(|(_, at)| *at).min();
-        Ok((due, next))
+        Ok(due)
     }
 }
 
@@ -170,34 +195,38 @@ impl WorkItem<RETRY> for Worker {
     type Pointer = Arc<Worker>;
 
     fn run(this: Arc<Worker>) {
-        loop {
-            let Ok((due, next)) = this.due(Ktime::ktime_get().to_ns()) else {
-                return;
-            };
-            if !due.is_empty() {
-                let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
-                    // Dropped outside the lock: the last reference to a QP may free it.
-                    let gone = core::mem::take(&mut *this.retries.lock());
-                    drop(gone);
-                    return;
-                };
-                for q in due.iter() {
-                    let mut ci = q.sq_ci.lock();
-                    let _ = req::process_sq(&dev, q, &mut ci);
-                }
-            }
-            let Some(next) = next else {
-                // Nothing waits; `retry_at` queues the work again.
-                return;
-            };
-            let wait_ms = (next - Ktime::ktime_get().to_ns())
-                .clamp(0, i64::from(RETRY_TICK_MS) * 1_000_000)
-                / 1_000_000;
-            let mut guard = this.nap.lock();
-            let _ = this
-                .nap_cv
-                .wait_interruptible_timeout(&mut guard, msecs_to_jiffies(wait_ms as u32).max(1));
+        let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
+            // Dropped outside the lock: the last reference to a QP may free it.
+            let gone = core::mem::take(&mut *this.retries.lock());
+            drop(gone);
+            return;
+        };
+        let Ok(due) = this.due(Ktime::ktime_get().to_ns()) else {
+            // No memory to sort them: they stay queued, and the timer looks again.
+            HrTimer::start(&this, RETRY_AFTER_ENOMEM_NS);
+            return;
+        };
+        for q in due.iter() {
+            let mut ci = q.sq_ci.lock();
+            let _ = req::process_sq(&dev, q, &mut ci);
         }
+        drop(due);
+        // Retries queued meanwhile, or by the passes above, count too. The timer is armed
+        // while the device reference is held: once unregistration has waited for it, nothing
+        // arms the timer again and [`Worker::stop`] can cancel it for good.
+        let Some(next) = this.retries.lock().iter().map(|(_, at)| *at).min() else {
+            return;
+        };
+        let wait = next - Ktime::ktime_get().to_ns();
+        if wait <= 0 {
+            // Due already: another turn, after the queue's other work had its chance.
+            let _ = dev.queue().enqueue::<_, RETRY>(this);
+            return;
+        }
+        // A timer set for later gives way to this earlier expiry; one whose callback is
+        // running cannot be cancelled, and the turn it queues arms the timer again.
+        HrTimer::try_cancel(&this);
+        HrTimer::start(&this, wait as u64);
     }
 }
 
@@ -227,18 +256,18 @@ impl WorkItem<RECEIVED> for Worker {
             drop(gone);
             return;
         };
-        loop {
-            let packets = core::mem::take(&mut *this.rx.lock());
-            if packets.is_empty() {
-                break;
-            }
-            for skb in packets.into_iter() {
-                roce::receive(&dev, skb);
-            }
+        // At most one backlog per run: a peer that keeps sending does not keep this worker
+        // from the queue's other work (nor from rescheduling, which it may between items).
+        let packets = core::mem::take(&mut *this.rx.lock());
+        for skb in packets.into_iter() {
+            roce::receive(&dev, skb);
         }
         let overflow = this.rx_overflow.swap(0, Ordering::Relaxed);
         if overflow != 0 {
             roce::count_overflow(&dev, overflow);
+        }
+        if this.rx_pending() {
+            let _ = dev.queue().enqueue::<_, RECEIVED>(this);
         }
     }
 }
