@@ -8,8 +8,8 @@
 //! writes the WQEs and queues the QP here; a work item processes its send queue soon after.
 //! A second work item processes those send queues again whose time came: the RNR timers of
 //! refused WQEs and the retransmission timers of the wire; a high-resolution timer queues it
-//! when the earliest is due, so a 10 µs RNR timer waits about 10 µs, not a jiffy, and no
-//! worker sleeps meanwhile. A third takes the packets the RoCEv2 transport received (in
+//! when the earliest is due, so a retry waits its timer and a scheduling delay, not a jiffy,
+//! and no worker sleeps meanwhile. A third takes the packets the RoCEv2 transport received (in
 //! softirq context, where the engine cannot run either) to the responder.
 
 use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
@@ -168,8 +168,8 @@ impl Worker {
 
     /// Takes the retries that are due at `now`; the others stay queued.
     fn due(&self, now: i64) -> Result<KVec<Arc<QpShared>>> {
-        // Room for all of them first, so that a failed allocation leaves every retry queued
-        // rather than losing the ones already taken out.
+        // Room for all of them (and a few queued meanwhile) before any is taken out, so that
+        // running out of memory here leaves every retry queued.
         let n = self.retries.lock().len() + 8;
         let (mut due, mut keep) = (KVec::with_capacity(n, GFP_KERNEL)?, KVec::new());
         keep.reserve(n, GFP_KERNEL)?;
@@ -257,7 +257,8 @@ impl WorkItem<RECEIVED> for Worker {
             return;
         };
         // At most one backlog per run: a peer that keeps sending does not keep this worker
-        // from the queue's other work (nor from rescheduling, which it may between items).
+        // from the queue's other work; `received` queues the work again for what arrives
+        // meanwhile.
         let packets = core::mem::take(&mut *this.rx.lock());
         for skb in packets.into_iter() {
             roce::receive(&dev, skb);
@@ -265,9 +266,6 @@ impl WorkItem<RECEIVED> for Worker {
         let overflow = this.rx_overflow.swap(0, Ordering::Relaxed);
         if overflow != 0 {
             roce::count_overflow(&dev, overflow);
-        }
-        if this.rx_pending() {
-            let _ = dev.queue().enqueue::<_, RECEIVED>(this);
         }
     }
 }
