@@ -86,10 +86,12 @@ PROFILE_VARIANT ?= srdma
 PROFILE_TEST ?= ib_send_lat
 PROFILE_SIZE ?= 8
 PROFILE_ITERS ?= 10000
+PROFILE_ARGS ?=
 profile: bench-kernel provider
 	@rm -rf "$(OUT)/profile"
 	@SRDMA_BUILD="$(SRDMA_BENCH_BUILD)" SRDMA_VM_LOG="$(OUT)/profile/dmesg.log" tools/vm/run.sh \
 		--timeout 900 -- env PROFILE_SYSTEM_MAP="$(SRDMA_BENCH_BUILD)/System.map" \
+		PROFILE_ARGS="$(PROFILE_ARGS)" \
 		$(CURDIR)/tools/bench/profile.sh "$(OUT)/profile" $(PROFILE_VARIANT) \
 		$(PROFILE_TEST) $(PROFILE_SIZE) $(PROFILE_ITERS)
 	@echo "profile: $(OUT)/profile/report.txt"

@@ -2,15 +2,19 @@
 /*
  * The limits a software RDMA device on this machine cannot beat, measured the way perftest
  * reports its figures so that the two can be divided:
- *   copy bandwidth for each message size (MB/s as perftest counts it: 2^20 bytes per second):
- *   glibc's memcpy, a plain word-by-word copy (glibc picks a routine by CPU feature, and the
- *   one it picks can be pathological under emulation), and the kernel's own copy between two
- *   user buffers (process_vm_writev into this process, which also pins the pages on every
- *   call), and on x86-64 `rep movsb`, the instruction the kernel's own copies use on CPUs with
- *   fast string moves (srdma's copies are the kernel's, so this is the copy they can reach);
+ *   copy bandwidth for each message size (MB/s as perftest counts it: 2^20 bytes per second)
+ *   between one source and one destination buffer of the size, the working set of a perftest
+ *   run, which posts every work request on the same buffer: glibc's memcpy, a plain
+ *   word-by-word copy (glibc picks a routine by size and CPU feature, and the one it picks can
+ *   be pathological under emulation), the kernel's own copy between two user buffers
+ *   (process_vm_writev into this process, which also pins the pages on every call), and on
+ *   x86-64 `rep movsb`, the instruction the kernel's copies use on CPUs with fast string moves;
+ *   a device can copy no faster than the fastest of them;
  *   the round trip of one cache line between two threads on two CPUs (a shared-memory
  *   ping-pong: the cheapest possible "message" between two cores);
- *   a null system call (the least a doorbell that enters the kernel costs).
+ *   a null system call (the least a doorbell that enters the kernel costs);
+ *   the same ping-pong with a null system call before each answer: the floor of a doorbell
+ *   ping-pong (a system call and a cache-line transfer per one-way trip), measured as a chain.
  *
  *   limits [-q] SIZE...
  * Prints one line per figure:
@@ -20,6 +24,7 @@
  *   movsb SIZE MBPS                    (x86-64 only)
  *   pingpong RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
  *   syscall TYPICAL_US
+ *   sysping RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
  * -q measures for less time (the quick run).
  */
 #define _GNU_SOURCE
@@ -100,34 +105,23 @@ static void copy(enum copier how, char *dst, char *src, size_t size)
 	}
 }
 
-/*
- * Copies SIZE bytes between two buffers until min_secs passed. The buffers rotate through a
- * working set of at least 8 MiB so that large sizes are not served from the cache only, as
- * an RDMA device copying between registered buffers would not be either.
- */
+/* Copies SIZE bytes from one buffer to another until min_secs passed. */
 static double copy_mbps(enum copier how, size_t size)
 {
-	size_t nbuf = size >= (8 << 20) ? 1 : (8 << 20) / size;
-	char *src, *dst;
+	char *src = malloc(size), *dst = malloc(size);
 	uint64_t n = 0;
 	double t0, t = 1;
 
-	if (nbuf > 64)
-		nbuf = 64;	/* small sizes: stay in the cache, as the device's rings do */
-	src = malloc(size * nbuf);
-	dst = malloc(size * nbuf);
 	if (!src || !dst)
 		return 0;
-	memset(src, 1, size * nbuf);
-	memset(dst, 2, size * nbuf);
+	memset(src, 1, size);
+	memset(dst, 2, size);
 	t0 = now();
 	do {
 		if (how == KERNEL && kcopy_failed)
 			break;
 		for (int i = 0; i < 64; i++, n++) {
-			size_t k = n % nbuf;
-
-			copy(how, dst + k * size, src + k * size, size);
+			copy(how, dst, src, size);
 			/* Keeps the compiler from dropping or merging the copies. */
 			__asm__ volatile("" : : "r"(dst) : "memory");
 		}
@@ -138,9 +132,13 @@ static double copy_mbps(enum copier how, size_t size)
 	return (double)n * size / t / 0x100000;
 }
 
-/* The ping-pong: one cache line, written in turn by two threads. */
+/*
+ * The ping-pong: one cache line, written in turn by two threads; with `enter`, each makes a
+ * null system call before it writes.
+ */
 static _Atomic uint64_t line __attribute__((aligned(64)));
 static int iters;
+static int enter;
 
 static void pin(int cpu)
 {
@@ -159,6 +157,8 @@ static void *ponger(void *arg)
 	for (uint64_t i = 0; i < (uint64_t)iters; i++) {
 		while (atomic_load_explicit(&line, memory_order_acquire) != 2 * i + 1)
 			;
+		if (enter)
+			syscall(SYS_getppid);
 		atomic_store_explicit(&line, 2 * i + 2, memory_order_release);
 	}
 	return NULL;
@@ -171,19 +171,21 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void pingpong(void)
+static void pingpong(const char *name)
 {
 	double *rtt = calloc(iters, sizeof(*rtt)), sum = 0;
 	pthread_t t;
 
 	if (!rtt || pthread_create(&t, NULL, ponger, NULL)) {
-		printf("pingpong n/a\n");
+		printf("%s n/a\n", name);
 		return;
 	}
 	pin(0);
 	for (uint64_t i = 0; i < (uint64_t)iters; i++) {
 		double t0 = now();
 
+		if (enter)
+			syscall(SYS_getppid);
 		atomic_store_explicit(&line, 2 * i + 1, memory_order_release);
 		while (atomic_load_explicit(&line, memory_order_acquire) != 2 * i + 2)
 			;
@@ -193,7 +195,7 @@ static void pingpong(void)
 	pthread_join(t, NULL);
 	qsort(rtt, iters, sizeof(*rtt), cmp_double);
 	/* perftest's "typical" is the median; its percentiles index the sorted samples. */
-	printf("pingpong %.3f %.3f %.3f %.3f\n", rtt[iters / 2], sum / iters,
+	printf("%s %.3f %.3f %.3f %.3f\n", name, rtt[iters / 2], sum / iters,
 	       rtt[(int)(iters * 0.99)], rtt[(int)(iters * 0.999)]);
 	free(rtt);
 }
@@ -242,7 +244,10 @@ int main(int argc, char **argv)
 		printf("movsb %zu %.2f\n", size, copy_mbps(MOVSB, size));
 #endif
 	}
-	pingpong();
+	pingpong("pingpong");
 	null_syscall();
+	enter = 1;
+	atomic_store(&line, 0);
+	pingpong("sysping");
 	return 0;
 }

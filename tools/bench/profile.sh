@@ -3,15 +3,18 @@
 # Inside the VM: one perftest run between the two devices of a bench variant, with `perf record`
 # sampling every CPU (cpu-clock: the emulated CPU has no PMU), and the profile as text.
 #   profile.sh OUTDIR [VARIANT [TEST [SIZE [ITERS]]]]   (default: srdma ib_send_lat 8 10000)
+# PROFILE_ARGS (environment): more perftest flags for both sides, e.g. "-l 32 -Q 32".
 # Writes OUTDIR/perf.data, OUTDIR/report.txt (symbols by share of samples, both CPUs: where
 # the sample was, and what was on its stack) and the two perftest logs. `make profile`
-# boots the bench kernel and runs it (PROFILE_VARIANT, PROFILE_TEST, PROFILE_SIZE, PROFILE_ITERS).
+# boots the bench kernel and runs it (PROFILE_VARIANT, PROFILE_TEST, PROFILE_SIZE, PROFILE_ITERS,
+# PROFILE_ARGS).
 here=$(dirname "$(readlink -f "$0")")
 out=${1:?usage: profile.sh OUTDIR [VARIANT [TEST [SIZE [ITERS]]]]}
 variant=${2:-srdma}
 test=${3:-ib_send_lat}
 size=${4:-8}
 iters=${5:-10000}
+extra=${PROFILE_ARGS:-}
 . "$here/variants.sh"
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 mkdir -p "$out"
@@ -27,7 +30,7 @@ sns=() cns=()
 # A warm-up outside the profile, as make bench settles before it measures.
 run() {
 	# shellcheck disable=SC2086
-	"${sns[@]}" taskset -c 0 "$test" -F -s "$size" -n "$1" -d "$SRV_DEV" -p "$2" $PT_FLAGS \
+	"${sns[@]}" taskset -c 0 "$test" -F -s "$size" -n "$1" -d "$SRV_DEV" -p "$2" $PT_FLAGS $extra \
 		> "$out/srv.log" 2>&1 &
 	local srv=$! i
 	for i in $(seq 100); do
@@ -35,19 +38,20 @@ run() {
 		sleep 0.1
 	done
 	# shellcheck disable=SC2086
-	"${cns[@]}" taskset -c 1 "$test" -F -s "$size" -n "$1" -d "$CLI_DEV" -p "$2" $PT_FLAGS \
+	"${cns[@]}" taskset -c 1 "$test" -F -s "$size" -n "$1" -d "$CLI_DEV" -p "$2" $PT_FLAGS $extra \
 		"$SRV_ADDR" > "$out/cli.log" 2>&1
 	local rc=$?
 	wait "$srv" || rc=1
 	return $rc
 }
-run 1000 19500 || echo "profile: the warm-up failed"
+# 1024: a multiple of the post list sizes perftest may be given (-l).
+run 1024 19500 || echo "profile: the warm-up failed"
 
 # Kernel symbols for perf: addresses readable, every event allowed.
 sysctl -qw kernel.kptr_restrict=0 kernel.perf_event_paranoid=-1
 perf record -a -g -e cpu-clock -F 4000 -o "$out/perf.data" -- \
 	bash -c "$(declare -f run); out=$out test=$test size=$size SRV_DEV=$SRV_DEV CLI_DEV=$CLI_DEV \
-		SRV_ADDR=$SRV_ADDR PT_FLAGS='$PT_FLAGS' sns=(${sns[*]}) cns=(${cns[*]}); run $iters 19501" \
+		SRV_ADDR=$SRV_ADDR PT_FLAGS='$PT_FLAGS' extra='$extra' sns=(${sns[*]}) cns=(${cns[*]}); run $iters 19501" \
 	2> "$out/perf-record.log"
 rc=$?
 cat /proc/kallsyms > "$out/kallsyms"
