@@ -9,8 +9,9 @@ use crate::{
     cq::SrdmaCq,
     doorbell::{new_pool, DbPool},
     limits::{Kind, Limits},
-    mr::{MrShared, SrdmaMr, MR_INDEX_MAX, MR_INDEX_MIN},
-    mw::{MwShared, SrdmaMw, MW_INDEX_MAX, MW_INDEX_MIN},
+    keys::Keys,
+    mr::{MrShared, SrdmaMr},
+    mw::{MwShared, SrdmaMw},
     pd::{Owner, SrdmaPd},
     poller::Poller,
     qp::{QpShared, SrdmaQp, QPN_MAX, QPN_MIN},
@@ -23,7 +24,6 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     c_str, net,
     net::udp_tunnel::Tunnel,
-    new_mutex,
     prelude::*,
     ratelimit::Ratelimit,
     rdma::{
@@ -48,7 +48,7 @@ use kernel::{
         wr::{RecvWrs, SendWrs},
         Device, PortEvent,
     },
-    sync::{Arc, Mutex},
+    sync::Arc,
     types::ARef,
     workqueue::{OwnedQueue, Queue, QueueFlags},
 };
@@ -69,12 +69,8 @@ pub(crate) struct SrdmaDevice {
     next_cq_id: AtomicU32,
     /// The QPs of the device by number.
     qps: Table<QpShared>,
-    /// The MRs of the device by key index.
-    mrs: Table<MrShared>,
-    /// The memory windows of the device by key index.
-    mws: Table<MwShared>,
-    /// Serialises the atomic operations that target this device's memory.
-    atomics: Pin<KBox<Mutex<()>>>,
+    /// The MRs and memory windows of the device by key, which its QPs hold too.
+    keys: Arc<Keys>,
     /// The doorbell records of kernel callers' queues (never mapped).
     kernel_db: DbPool,
     /// Processes the work that kernel callers post.
@@ -121,9 +117,7 @@ impl SrdmaDevice {
             port_active: AtomicBool::new(port_active),
             next_cq_id: AtomicU32::new(0),
             qps: new_table(QPN_MIN, QPN_MAX)?,
-            mrs: new_table(MR_INDEX_MIN, MR_INDEX_MAX)?,
-            mws: new_table(MW_INDEX_MIN, MW_INDEX_MAX)?,
-            atomics: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
+            keys: Keys::new()?,
             counters: DeviceCounters::new()?,
             limits: Limits::new()?,
             log_limit: Arc::pin_init(Ratelimit::default_for(name), GFP_KERNEL)?,
@@ -135,16 +129,16 @@ impl SrdmaDevice {
         &self.qps
     }
 
+    pub(crate) fn keys(&self) -> &Arc<Keys> {
+        &self.keys
+    }
+
     pub(crate) fn mrs(&self) -> &Table<MrShared> {
-        &self.mrs
+        &self.keys.mrs
     }
 
     pub(crate) fn mws(&self) -> &Table<MwShared> {
-        &self.mws
-    }
-
-    pub(crate) fn atomics(&self) -> &Mutex<()> {
-        &self.atomics
+        &self.keys.mws
     }
 
     pub(crate) fn kernel_db(&self) -> &DbPool {

@@ -10,6 +10,7 @@
 
 use crate::{
     device::SrdmaDevice,
+    keys::Keys,
     mr::{Denied, MrMem},
     params::MAX_FAST_REG_PAGES,
     pd::PdRef,
@@ -21,7 +22,6 @@ use kernel::{
         mr::{Access, KernelBuf, SgMapper},
         pages::PageSlice,
         uapi::srdma_wqe_bind,
-        Device,
     },
     sync::{Arc, Mutex, SpinLock},
 };
@@ -217,9 +217,9 @@ impl Registration {
     }
 }
 
-/// The fast-register MR of device `dev` whose keys have the index of `key`, in PD `pd`.
-fn lookup(dev: &Device<SrdmaDevice>, key: u32, pd: &PdRef) -> Option<Arc<crate::mr::MrShared>> {
-    let mr = dev.mrs().lock().get(key >> 8)?;
+/// The fast-register MR among `keys` whose keys have the index of `key`, in PD `pd`.
+fn lookup(keys: &Keys, key: u32, pd: &PdRef) -> Option<Arc<crate::mr::MrShared>> {
+    let mr = keys.mrs.lock().get(key >> 8)?;
     (mr.pd == *pd && matches!(mr.mem, MrMem::Fast(_))).then_some(mr)
 }
 
@@ -227,7 +227,7 @@ fn lookup(dev: &Device<SrdmaDevice>, key: u32, pd: &PdRef) -> Option<Arc<crate::
 /// the MR that `b.mr_lkey` names gets the key `b.new_rkey` (the same index, a new key byte),
 /// rights `b.access` and the addresses `b.addr..b.addr + b.length`.
 pub(crate) fn register(
-    dev: &Device<SrdmaDevice>,
+    keys: &Keys,
     pd: &PdRef,
     b: &srdma_wqe_bind,
 ) -> core::result::Result<(), Denied> {
@@ -240,21 +240,17 @@ pub(crate) fn register(
     {
         return Err(Denied);
     }
-    let mr = lookup(dev, lkey, pd).ok_or(Denied)?;
+    let mr = lookup(keys, lkey, pd).ok_or(Denied)?;
     match &mr.mem {
         MrMem::Fast(fast) => fast.register(key, access, b.addr, b.length),
         _ => Err(Denied),
     }
 }
 
-/// Invalidates the registration under `key` of a fast-register MR of device `dev` in PD
-/// `pd` (LOCAL_INV, or SEND_WITH_INV at the responder).
-pub(crate) fn invalidate(
-    dev: &Device<SrdmaDevice>,
-    pd: &PdRef,
-    key: u32,
-) -> core::result::Result<(), Denied> {
-    let mr = lookup(dev, key, pd).ok_or(Denied)?;
+/// Invalidates the registration under `key` of a fast-register MR among `keys` in PD `pd`
+/// (LOCAL_INV, or SEND_WITH_INV at the responder).
+pub(crate) fn invalidate(keys: &Keys, pd: &PdRef, key: u32) -> core::result::Result<(), Denied> {
+    let mr = lookup(keys, key, pd).ok_or(Denied)?;
     match &mr.mem {
         MrMem::Fast(fast) => fast.invalidate(key),
         _ => Err(Denied),

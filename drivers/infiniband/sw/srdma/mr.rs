@@ -6,6 +6,7 @@
 use crate::{
     device::SrdmaDevice,
     fastreg::{FastMr, Registration},
+    keys::Keys,
     limits::{Charge, Kind},
     mw::WindowRef,
     params::MAX_MR_SIZE,
@@ -22,7 +23,6 @@ use kernel::{
         pages::PageSlice,
         pd::Pd,
         ucontext::User,
-        Device,
     },
     sync::Arc,
 };
@@ -239,12 +239,12 @@ impl<'a> Held<'a> {
     }
 }
 
-/// Returns the span of the MR of device `dev` behind `key` that covers `len` bytes at `addr`
+/// Returns the span of the MR among `keys` behind `key` that covers `len` bytes at `addr`
 /// with rights `need`, in PD `pd`. Keys of ordinary MRs must be the key the MR was given; keys
 /// of fast-register MRs must match their current registration. `local` is the buffer of the
 /// SGE being resolved if a kernel caller posted it: the only way into a DMA MR.
 pub(crate) fn resolve(
-    dev: &Device<SrdmaDevice>,
+    keys: &Keys,
     key: u32,
     pd: &PdRef,
     need: Access,
@@ -260,7 +260,7 @@ pub(crate) fn resolve(
             len: usize::try_from(len).ok()?,
         });
     }
-    let mr = dev.mrs().lock().get(key >> 8)?;
+    let mr = keys.mrs.lock().get(key >> 8)?;
     if mr.pd != *pd {
         return None;
     }
@@ -305,18 +305,17 @@ pub(crate) fn resolve(
     })
 }
 
-/// Invalidates `rkey`, a memory window's or a fast-register MR's, for QP `q` of device `dev`;
-/// `remote` says a SEND_WITH_INV that arrived at `q` asks for it.
+/// Invalidates `rkey`, a memory window's or a fast-register MR's, for QP `q`; `remote` says
+/// a SEND_WITH_INV that arrived at `q` asks for it.
 pub(crate) fn invalidate(
-    dev: &Device<SrdmaDevice>,
     q: &Arc<crate::qp::QpShared>,
     rkey: u32,
     remote: bool,
 ) -> core::result::Result<(), Denied> {
     if crate::mw::is_window_key(rkey) {
-        crate::mw::invalidate(dev, q, rkey, remote)
+        crate::mw::invalidate(q, rkey, remote)
     } else {
-        crate::fastreg::invalidate(dev, &q.pd, rkey)
+        crate::fastreg::invalidate(&q.keys, &q.pd, rkey)
     }
 }
 

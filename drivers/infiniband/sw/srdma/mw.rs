@@ -10,6 +10,7 @@
 
 use crate::{
     device::SrdmaDevice,
+    keys::Keys,
     limits::{Charge, Kind},
     mr::{Denied, MrShared, Span},
     pd::PdRef,
@@ -19,7 +20,7 @@ use crate::{
 use kernel::{
     new_mutex,
     prelude::*,
-    rdma::{mr::Access, mw::MwType, pd::Pd, uapi::srdma_wqe_bind, ucontext::User, Device},
+    rdma::{mr::Access, mw::MwType, pd::Pd, uapi::srdma_wqe_bind, ucontext::User},
     sync::{Arc, Mutex},
 };
 
@@ -169,20 +170,16 @@ pub(crate) fn is_window_key(key: u32) -> bool {
     key >> 8 >= MW_INDEX_MIN
 }
 
-fn lookup(dev: &Device<SrdmaDevice>, key: u32) -> Option<Arc<MwShared>> {
+fn lookup(keys: &Keys, key: u32) -> Option<Arc<MwShared>> {
     if !is_window_key(key) {
         return None;
     }
-    dev.mws().lock().get(key >> 8)
+    keys.mws.lock().get(key >> 8)
 }
 
-/// Carries out a bind posted on QP `q` of device `dev`.
-pub(crate) fn bind(
-    dev: &Device<SrdmaDevice>,
-    q: &Arc<QpShared>,
-    b: &srdma_wqe_bind,
-) -> core::result::Result<(), Denied> {
-    let mw = lookup(dev, b.mw_rkey).ok_or(Denied)?;
+/// Carries out a bind posted on QP `q`.
+pub(crate) fn bind(q: &Arc<QpShared>, b: &srdma_wqe_bind) -> core::result::Result<(), Denied> {
+    let mw = lookup(&q.keys, b.mw_rkey).ok_or(Denied)?;
     // The new rkey names the same window; only its key byte is the consumer's.
     if mw.pd != q.pd
         || b.new_rkey >> 8 != b.mw_rkey >> 8
@@ -199,7 +196,7 @@ pub(crate) fn bind(
         }
         None
     } else {
-        Some(new_binding(dev, q, &mw, b)?)
+        Some(new_binding(q, &mw, b)?)
     };
     let mut state = mw.state.lock();
     if mw.mw_type == MwType::Type2 && state.binding.is_some() {
@@ -210,7 +207,6 @@ pub(crate) fn bind(
 }
 
 fn new_binding(
-    dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     mw: &MwShared,
     b: &srdma_wqe_bind,
@@ -222,7 +218,7 @@ fn new_binding(
     if is_window_key(b.mr_lkey) {
         return Err(Denied);
     }
-    let mr = dev.mrs().lock().get(b.mr_lkey >> 8).ok_or(Denied)?;
+    let mr = q.keys.mrs.lock().get(b.mr_lkey >> 8).ok_or(Denied)?;
     let writable = access.intersects(Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);
     if mr.key != b.mr_lkey
         || mr.pd != q.pd
@@ -244,16 +240,15 @@ fn new_binding(
     })
 }
 
-/// Invalidates the type 2 window with rkey `rkey` for QP `q` of device `dev`: by a LOCAL_INV
-/// of `q` (any QP of the window's PD), or by a SEND_WITH_INV that arrived at `q` (`remote`:
-/// only the QP the window is bound to).
+/// Invalidates the type 2 window with rkey `rkey` for QP `q`: by a LOCAL_INV of `q` (any QP
+/// of the window's PD), or by a SEND_WITH_INV that arrived at `q` (`remote`: only the QP the
+/// window is bound to).
 pub(crate) fn invalidate(
-    dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     rkey: u32,
     remote: bool,
 ) -> core::result::Result<(), Denied> {
-    let mw = lookup(dev, rkey).ok_or(Denied)?;
+    let mw = lookup(&q.keys, rkey).ok_or(Denied)?;
     if mw.mw_type != MwType::Type2 || mw.pd != q.pd {
         return Err(Denied);
     }
@@ -269,17 +264,16 @@ pub(crate) fn invalidate(
     Ok(())
 }
 
-/// Returns the span of the MR behind the window with rkey `rkey` of device `dev` that covers
-/// `len` bytes at `addr` with rights `need`, for responder QP `q`.
+/// Returns the span of the MR behind the window with rkey `rkey` that covers `len` bytes at
+/// `addr` with rights `need`, for responder QP `q` (of the window's device).
 pub(crate) fn resolve(
-    dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     rkey: u32,
     need: Access,
     addr: u64,
     len: u64,
 ) -> Option<Span> {
-    let mw = lookup(dev, rkey)?;
+    let mw = lookup(&q.keys, rkey)?;
     if mw.pd != q.pd {
         return None;
     }

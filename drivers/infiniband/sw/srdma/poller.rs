@@ -144,8 +144,8 @@ impl Poller {
         let mut busy = false;
         for q in qps.iter() {
             if has_send_work(q) {
-                let mut ci = q.sq_ci.lock();
-                let _ = req::process_sq(dev, q, &mut ci);
+                let mut sq = q.sq_run.lock();
+                let _ = req::process_sq(dev, q, &mut sq);
                 busy = true;
             }
         }

@@ -7,6 +7,7 @@ use crate::{
     cq::CqShared,
     device::{SrdmaDevice, PORT},
     doorbell::DbRecord,
+    keys::Keys,
     limits::{Charge, Kind},
     params::*,
     pd::PdRef,
@@ -14,9 +15,12 @@ use crate::{
     slotbufs::SlotBufs,
     table::Reservation,
     trace,
-    transport::roce::{
-        requester::WireReq,
-        responder::{Resources, WireResp},
+    transport::{
+        roce::{
+            requester::WireReq,
+            responder::{Resources, WireResp},
+        },
+        Peer,
     },
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -89,6 +93,8 @@ pub(crate) struct QpShared {
     pub(crate) qpn: u32,
     /// The PD of the QP; work requests may only use MRs of the same PD.
     pub(crate) pd: PdRef,
+    /// The memory keys of the QP's device.
+    pub(crate) keys: Arc<Keys>,
     pub(crate) qp_type: QpType,
     pub(crate) sq_sig_all: bool,
     pub(crate) cap: QpCap,
@@ -116,8 +122,8 @@ pub(crate) struct QpShared {
     pub(crate) db: DbRecord,
     /// What kernel callers' completions name the QP by; `None` for user QPs.
     pub(crate) handle: Option<QpHandle>,
-    /// The next SQ WQE the kernel takes; the lock serialises the SQ's processing.
-    pub(crate) sq_ci: Pin<KBox<Mutex<u32>>>,
+    /// Where the SQ's processing is; the lock serialises it.
+    pub(crate) sq_run: Pin<KBox<Mutex<SqRun>>>,
     /// The next RQ WQE the kernel takes; the lock serialises deliveries to this QP.
     pub(crate) rq_ci: Pin<KBox<Mutex<u32>>>,
     pub(crate) send_cq: Arc<CqShared>,
@@ -166,10 +172,11 @@ impl QpShared {
     /// move to the device's totals under the same locks, so that no count is in the middle of
     /// its load and store.
     pub(crate) fn retire(&self) {
-        let sq = self.sq_ci.lock();
+        let mut sq = self.sq_run.lock();
         // What the wire holds (WQEs in flight, a message being received) lets go of the memory
         // it names now, not when the last reference to the QP goes.
-        self.wire_req.lock().clear(*sq);
+        self.wire_req.lock().clear(sq.ci);
+        sq.peer = None;
         let mut wire = self.wire.lock();
         wire.reset();
         let _rq = self.rq_ci.lock();
@@ -183,7 +190,18 @@ impl QpShared {
     }
 }
 
-/// The guard of a queue's consumer index (`sq_ci`, `rq_ci`, an SRQ's `ci`).
+/// What the processing of a send queue keeps from one run to the next.
+#[derive(Default)]
+pub(crate) struct SqRun {
+    /// The next SQ WQE the kernel takes.
+    pub(crate) ci: u32,
+    /// The destination on this host of a connected QP's requests, found by the first request
+    /// after the QP was last modified and kept while the destination QP lives: as a NIC
+    /// resolves a connected QP's path when the QP is modified, not for each request.
+    pub(crate) peer: Option<Peer>,
+}
+
+/// The guard of a receive queue's consumer index (`rq_ci`, an SRQ's `ci`).
 pub(crate) type CiGuard<'a> =
     kernel::sync::lock::Guard<'a, u32, kernel::sync::lock::mutex::MutexBackend>;
 
@@ -321,6 +339,7 @@ impl SrdmaQp {
             QpShared {
                 qpn,
                 pd: pd.id(),
+                keys: dev.keys().clone(),
                 qp_type: attr.qp_type,
                 sq_sig_all: attr.sq_sig_all,
                 cap,
@@ -336,7 +355,7 @@ impl SrdmaQp {
                 alive: AtomicBool::new(true),
                 handle: user.is_none().then_some(attr.handle),
                 db,
-                sq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
+                sq_run: KBox::pin_init(new_mutex!(SqRun::default()), GFP_KERNEL)?,
                 rq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
                 send_cq,
                 recv_cq,
@@ -389,7 +408,7 @@ impl SrdmaQp {
         };
         // Lock order: SQ, the wire's requester and responder, RQ, attributes (the data path
         // takes them in this order too).
-        let mut sq_ci = shared.sq_ci.lock();
+        let mut sq = shared.sq_run.lock();
         let mut wire_req = shared.wire_req.lock();
         let mut wire = shared.wire.lock();
         let mut rq_ci = shared.rq_ci.lock();
@@ -465,7 +484,7 @@ impl SrdmaQp {
             // starts its producer indices from 0 again too), so that no WQE posted before the
             // reset runs after it.
             new = QpAttr::default();
-            *sq_ci = 0;
+            sq.ci = 0;
             *rq_ci = 0;
             for field in [DB_SQ_PI, DB_RQ_PI, DB_SQ_CI, DB_RQ_CI] {
                 shared.db.store(field, 0)?;
@@ -480,15 +499,17 @@ impl SrdmaQp {
         shared.set_state(&mut new, next);
         *cur = new;
         drop(cur);
+        // The next request looks its destination up again, with the new attributes.
+        sq.peer = None;
         if next == QpState::Err && cur_state != QpState::Err {
-            crate::comp::flush(shared, true, &mut sq_ci);
+            crate::comp::flush(shared, true, &mut sq.ci);
             crate::comp::flush(shared, false, &mut rq_ci);
         }
         match next {
             // Flushed: what the wire holds lets go of the WQEs' memory, and a message under
             // way is not finished.
             QpState::Err => {
-                wire_req.clear(*sq_ci);
+                wire_req.clear(sq.ci);
                 wire.reset();
             }
             // A new QP: its PSNs, MSN and saved atomics start afresh, so that a packet of the
@@ -506,7 +527,7 @@ impl SrdmaQp {
         drop(rq_ci);
         drop(wire);
         drop(wire_req);
-        drop(sq_ci);
+        drop(sq);
         if next == QpState::Rts && cur_state != QpState::Rts && shared.ctx_db.is_some() {
             // Doorbell mode "poll": the device's poller watches the QP from now on.
             let dev = qp.device();

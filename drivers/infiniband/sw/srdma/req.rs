@@ -16,12 +16,12 @@ use crate::{
     fastreg, grh,
     message::{Atomic, NetworkHdr, Op, Path, Payload, Remote, Request, Response, PSN_MASK},
     mw,
-    qp::{QpShared, DB_SQ_PI},
+    qp::{QpShared, SqRun, DB_SQ_PI},
     trace,
     transport::{
         self,
         roce::requester::{self, Outgoing, WireReq},
-        Route,
+        Peer, Route,
     },
     wc::{WcStatus, WrOpcode},
     wqe::{bad_producer_index, SendWqe},
@@ -47,13 +47,25 @@ const QKEY_FROM_QP: u32 = 0x8000_0000;
 /// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
 /// doorbell kick), in the process's own syscall.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
-    let mut ci = qp.shared.sq_ci.lock();
+    let mut sq = qp.shared.sq_run.lock();
     qp.shared.counters.send.inc(Counter::Kicks);
-    process_sq(qp.device(), &qp.shared, &mut ci)
+    process_sq(qp.device(), &qp.shared, &mut sq)
 }
 
-/// Processes the SQ of `q` from `*ci` (its locked consumer index) up to the producer index.
-pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut u32) -> Result {
+/// What the requester works with for the WQEs of one run of a send queue.
+struct Ctx<'a> {
+    dev: &'a Device<SrdmaDevice>,
+    q: &'a Arc<QpShared>,
+    /// The QP's attributes as the run began.
+    attr: &'a QpAttr,
+    /// The destination on this host, once found (kept between runs).
+    peer: &'a mut Option<Peer>,
+    now: &'a Now,
+}
+
+/// Processes the SQ of `q` from `sq.ci` (its locked consumer index) up to the producer index.
+pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut SqRun) -> Result {
+    let SqRun { ci, peer } = sq;
     if !q.is_alive() {
         // Destroyed: queued work and RNR retries of the QP end here ([`QpShared::retire`]).
         return Ok(());
@@ -111,7 +123,14 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
         let status = if failed {
             WcStatus::WrFlushErr
         } else {
-            match carry_out(dev, q, &attr, &mut wr, &wqe, &now) {
+            let mut cx = Ctx {
+                dev,
+                q,
+                attr: &attr,
+                peer,
+                now: &now,
+            };
+            match carry_out(&mut cx, &mut wr, &wqe) {
                 Judged::Done(status) if wr.busy() => {
                     requester::done_in_turn(&mut wr, &wqe, status)?;
                     requester::advance(&mut wr, idx);
@@ -148,14 +167,8 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, ci: &mut 
 
 /// Carries out WQE `wqe` of `q`: a local operation here, anything else as a request through
 /// the transport, whose response the completer judges.
-fn carry_out(
-    dev: &Device<SrdmaDevice>,
-    q: &Arc<QpShared>,
-    attr: &QpAttr,
-    wr: &mut WireReq,
-    wqe: &SendWqe,
-    now: &Now,
-) -> Judged {
+fn carry_out(cx: &mut Ctx<'_>, wr: &mut WireReq, wqe: &SendWqe) -> Judged {
+    let q = cx.q;
     wqe.trace(q);
     let Some(opcode) = wqe.opcode else {
         q.counters.send.inc(Counter::RingErrors);
@@ -163,17 +176,17 @@ fn carry_out(
     };
     let result = match (q.qp_type, opcode) {
         (QpType::Ud | QpType::Gsi, WrOpcode::Send | WrOpcode::SendWithImm) => {
-            datagram(dev, q, attr, wqe, opcode)
+            datagram(cx, wqe, opcode)
         }
         (QpType::Rc | QpType::Uc, WrOpcode::BindMw | WrOpcode::LocalInv | WrOpcode::RegMr) => {
-            return Judged::Done(memory_op(dev, q, wqe, opcode));
+            return Judged::Done(memory_op(q, wqe, opcode));
         }
         // Reads and atomics need responses: RC only.
         (
             QpType::Rc,
             WrOpcode::RdmaRead | WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd,
-        ) => read_or_atomic(dev, q, attr, wr, wqe, opcode, now),
-        (QpType::Rc, WrOpcode::AtomicWrite) => atomic_write(dev, q, attr, wr, wqe, now),
+        ) => read_or_atomic(cx, wr, wqe, opcode),
+        (QpType::Rc, WrOpcode::AtomicWrite) => atomic_write(cx, wr, wqe),
         (
             QpType::Rc | QpType::Uc,
             WrOpcode::Send
@@ -181,7 +194,7 @@ fn carry_out(
             | WrOpcode::SendWithInv
             | WrOpcode::RdmaWrite
             | WrOpcode::RdmaWriteWithImm,
-        ) => send_or_write(dev, q, attr, wr, wqe, opcode, now),
+        ) => send_or_write(cx, wr, wqe, opcode),
         _ => Err(WcStatus::LocQpOpErr),
     };
     match result {
@@ -190,22 +203,19 @@ fn carry_out(
     }
 }
 
-/// The parts of a request from `q` (attributes `attr`) to its connected peer, and the PSN it
-/// takes; fails if the QP's address vector names a GID the port does not have.
+/// The parts of a request from `q` (attributes `attr`) with source GID `sgid` to its
+/// connected peer, and the PSN it takes.
 fn connected_request<'a>(
-    dev: &Device<SrdmaDevice>,
     q: &QpShared,
     attr: &QpAttr,
+    sgid: [u8; 16],
     solicited: bool,
     op: Op<'a>,
-) -> Option<Request<'a>> {
-    let sgid = dev
-        .query_gid(PORT, u32::from(attr.ah_attr.sgid_index))
-        .ok()?;
+) -> Request<'a> {
     let psn = q.sq_psn.load(Ordering::Relaxed);
     q.sq_psn
         .store(psn.wrapping_add(1) & PSN_MASK, Ordering::Relaxed);
-    Some(Request {
+    Request {
         service: q.qp_type,
         src_qpn: q.qpn,
         sgid,
@@ -218,23 +228,29 @@ fn connected_request<'a>(
             flow_label: attr.ah_attr.flow_label,
         },
         op,
-    })
+    }
 }
 
 /// Sends `out` from connected QP `q`: to an srdma device of this host by reference, whose
 /// response is judged at once, or on the wire, where the WQE waits in flight.
-fn send_connected(
-    dev: &Device<SrdmaDevice>,
-    q: &QpShared,
-    attr: &QpAttr,
-    wr: &mut WireReq,
-    wqe: &SendWqe,
-    out: Outgoing,
-    now: &Now,
-) -> Judged {
-    let to = match transport::route(dev, &attr.ah_attr.dgid, attr.dest_qp_num) {
-        Route::Local(to) => to,
-        Route::Wire => return requester::start(dev, q, attr, wr, wqe, out, now.get()),
+fn send_connected(cx: &mut Ctx<'_>, wr: &mut WireReq, wqe: &SendWqe, out: Outgoing) -> Judged {
+    let (dev, q, attr, now) = (cx.dev, cx.q, cx.attr, cx.now);
+    // The destination as found by an earlier request, or looked up now.
+    let (to, sgid) = match cx.peer.as_ref().filter(|peer| peer.qp.is_alive()) {
+        Some(peer) => (Some(&peer.qp), peer.sgid),
+        None => {
+            let to = match transport::route(dev, &attr.ah_attr.dgid, attr.dest_qp_num) {
+                Route::Local(to) => to,
+                Route::Wire => return requester::start(dev, q, attr, wr, wqe, out, now.get()),
+            };
+            // An address vector naming a GID the port does not have cannot be sent from.
+            let Ok(sgid) = dev.query_gid(PORT, u32::from(attr.ah_attr.sgid_index)) else {
+                return comp::respond(q, attr, 0, Response::Lost, None, now);
+            };
+            // A device without a QP of that number answers nothing; a later request looks again.
+            *cx.peer = to.qp.map(|qp| Peer { qp, sgid });
+            (cx.peer.as_ref().map(|peer| &peer.qp), sgid)
+        }
     };
     let (op, sink) = match &out {
         Outgoing::Send {
@@ -267,23 +283,19 @@ fn send_connected(
             None,
         ),
     };
-    let Some(req) = connected_request(dev, q, attr, wqe.solicited, op) else {
-        return comp::respond(q, attr, 0, Response::Lost, None, now);
-    };
-    let response = transport::send_local(q, &to, &req);
+    let req = connected_request(q, attr, sgid, wqe.solicited, op);
+    let response = transport::send_local(q, to, &req);
     comp::respond(q, attr, req.psn, response, sink, now)
 }
 
 fn send_or_write(
-    dev: &Device<SrdmaDevice>,
-    q: &QpShared,
-    attr: &QpAttr,
+    cx: &mut Ctx<'_>,
     wr: &mut WireReq,
     wqe: &SendWqe,
     opcode: WrOpcode,
-    now: &Now,
 ) -> core::result::Result<Judged, WcStatus> {
-    let data = wqe.gather(dev, q)?;
+    let q = cx.q;
+    let data = wqe.gather(q)?;
     q.counters.send.gathered(wqe.inline, data.len());
     let imm = opcode.has_imm().then_some(wqe.imm_data);
     let out = if opcode.is_send() {
@@ -303,25 +315,23 @@ fn send_or_write(
             imm,
         }
     };
-    Ok(send_connected(dev, q, attr, wr, wqe, out, now))
+    Ok(send_connected(cx, wr, wqe, out))
 }
 
 /// An RDMA READ or an atomic: the response goes into the requester's SGEs.
 fn read_or_atomic(
-    dev: &Device<SrdmaDevice>,
-    q: &QpShared,
-    attr: &QpAttr,
+    cx: &mut Ctx<'_>,
     wr: &mut WireReq,
     wqe: &SendWqe,
     opcode: WrOpcode,
-    now: &Now,
 ) -> core::result::Result<Judged, WcStatus> {
+    let q = cx.q;
     if wqe.inline {
         q.counters.send.inc(Counter::RingErrors);
         return Err(WcStatus::LocLenErr);
     }
     // Where the response goes: the requester's SGEs, with the right to write them.
-    let sink = wqe.sges(dev, q, Access::LOCAL_WRITE)?;
+    let sink = wqe.sges(q, Access::LOCAL_WRITE)?;
     let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
     let at = Remote {
         va: remote.remote_addr,
@@ -346,20 +356,17 @@ fn read_or_atomic(
             sink,
         },
     };
-    Ok(send_connected(dev, q, attr, wr, wqe, out, now))
+    Ok(send_connected(cx, wr, wqe, out))
 }
 
 /// An RDMA ATOMIC WRITE: its 8 bytes travel in the WQE's remote segment (`compare_add`), the
 /// responder judges the address.
 fn atomic_write(
-    dev: &Device<SrdmaDevice>,
-    q: &QpShared,
-    attr: &QpAttr,
+    cx: &mut Ctx<'_>,
     wr: &mut WireReq,
     wqe: &SendWqe,
-    now: &Now,
 ) -> core::result::Result<Judged, WcStatus> {
-    let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
+    let remote = wqe.remote(cx.q).map_err(|_| WcStatus::LocQpOpErr)?;
     let out = Outgoing::AtomicWrite {
         at: Remote {
             va: remote.remote_addr,
@@ -367,20 +374,15 @@ fn atomic_write(
         },
         value: remote.compare_add,
     };
-    Ok(send_connected(dev, q, attr, wr, wqe, out, now))
+    Ok(send_connected(cx, wr, wqe, out))
 }
 
 /// A UD send: a datagram of at most one path MTU to the QP and Q_Key its WQE names. What the
 /// destination cannot take is lost without an error, as for any datagram.
-fn datagram(
-    dev: &Device<SrdmaDevice>,
-    q: &QpShared,
-    attr: &QpAttr,
-    wqe: &SendWqe,
-    opcode: WrOpcode,
-) -> core::result::Result<Judged, WcStatus> {
+fn datagram(cx: &Ctx<'_>, wqe: &SendWqe, opcode: WrOpcode) -> core::result::Result<Judged, WcStatus> {
+    let (dev, q, attr) = (cx.dev, cx.q, cx.attr);
     let ud = wqe.ud(q).map_err(|_| WcStatus::LocQpOpErr)?;
-    let payload = wqe.gather(dev, q)?;
+    let payload = wqe.gather(q)?;
     q.counters.send.gathered(wqe.inline, payload.len());
     let mtu = dev
         .netdev(PORT)
@@ -441,13 +443,12 @@ fn datagram(
 
 /// Carries out a bind of a memory window, a fast registration or a local invalidation.
 fn memory_op(
-    dev: &Device<SrdmaDevice>,
     q: &Arc<QpShared>,
     wqe: &SendWqe,
     opcode: WrOpcode,
 ) -> WcStatus {
     if opcode == WrOpcode::LocalInv {
-        return match crate::mr::invalidate(dev, q, wqe.imm_data, false) {
+        return match crate::mr::invalidate(q, wqe.imm_data, false) {
             Ok(()) => WcStatus::Success,
             Err(_) => WcStatus::LocQpOpErr,
         };
@@ -457,12 +458,12 @@ fn memory_op(
         return WcStatus::LocQpOpErr;
     };
     if opcode == WrOpcode::RegMr {
-        return match fastreg::register(dev, &q.pd, &b) {
+        return match fastreg::register(&q.keys, &q.pd, &b) {
             Ok(()) => WcStatus::Success,
             Err(_) => WcStatus::LocQpOpErr,
         };
     }
-    match mw::bind(dev, q, &b) {
+    match mw::bind(q, &b) {
         Ok(()) => WcStatus::Success,
         Err(_) => WcStatus::MwBindErr,
     }

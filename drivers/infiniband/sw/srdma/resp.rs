@@ -12,7 +12,6 @@
 
 use crate::{
     comp::{complete, flush},
-    device::SrdmaDevice,
     grh::GRH_SIZE,
     message::{Atomic, Nak, Op, Payload, Remote, Request, Response, PSN_MASK},
     mr::{resolve, Span},
@@ -28,17 +27,12 @@ use kernel::{
     rdma::{
         mr::Access,
         qp::{QpState, QpType},
-        Device,
     },
     sync::Arc,
 };
 
-/// Carries out `req` at QP `qp` of device `dev`, and says what goes back to the requester.
-pub(crate) fn receive(
-    dev: &Device<SrdmaDevice>,
-    qp: &Arc<QpShared>,
-    req: &Request<'_>,
-) -> Response {
+/// Carries out `req` at QP `qp`, and says what goes back to the requester.
+pub(crate) fn receive(qp: &Arc<QpShared>, req: &Request<'_>) -> Response {
     if let Op::Datagram {
         grh,
         data,
@@ -57,7 +51,7 @@ pub(crate) fn receive(
             a.grh = Some(grh);
             a.byte_len = (grh.len() + data.len()) as u32;
             a.network = Some(network as u8);
-            let _ = deliver(dev, qp, &a);
+            let _ = deliver(qp, &a);
         }
         return Response::Lost;
     }
@@ -72,12 +66,12 @@ pub(crate) fn receive(
         } => {
             let mut a = Arrival::new(Payload::Memory(data), imm, req, WcOpcode::Recv);
             a.invalidate = invalidate;
-            deliver(dev, qp, &a)
+            deliver(qp, &a)
         }
-        Op::Write { data, to, imm } => write(dev, qp, req, data, to, imm),
-        Op::Read { from, sink } => read(dev, qp, req.service, from, sink),
-        Op::Atomic { at, op } => atomic(dev, qp, req.service, at, op),
-        Op::AtomicWrite { at, value } => atomic_write(dev, qp, req.service, at, value),
+        Op::Write { data, to, imm } => write(qp, req, data, to, imm),
+        Op::Read { from, sink } => read(qp, req.service, from, sink),
+        Op::Atomic { at, op } => atomic(qp, req.service, at, op),
+        Op::AtomicWrite { at, value } => atomic_write(qp, req.service, at, value),
         Op::Datagram { .. } => Response::Lost,
     };
     if !matches!(response, Response::Nak(Nak::Rnr(_)) | Response::Lost) {
@@ -122,16 +116,15 @@ pub(crate) fn lock(qp: &QpShared, need: Access) -> core::result::Result<CiGuard<
 /// The span of memory behind `rkey` (of an MR or a window) at `qp` that covers `len` bytes at
 /// `va` with rights `need`.
 pub(crate) fn resolve_remote(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     at: Remote,
     need: Access,
     len: usize,
 ) -> Option<Span> {
     if mw::is_window_key(at.rkey) {
-        mw::resolve(dev, qp, at.rkey, need, at.va, len as u64)
+        mw::resolve(qp, at.rkey, need, at.va, len as u64)
     } else {
-        resolve(dev, at.rkey, &qp.pd, need, at.va, len as u64, None)
+        resolve(&qp.keys, at.rkey, &qp.pd, need, at.va, len as u64, None)
     }
 }
 
@@ -150,7 +143,6 @@ fn copy_failed(f: Failed, requester_side: Failed) -> Response {
 }
 
 fn write(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     req: &Request<'_>,
     data: &Segments,
@@ -163,7 +155,7 @@ fn write(
             Ok(guard) => guard,
             Err(response) => return response,
         };
-        let Some(span) = resolve_remote(dev, qp, to, Access::REMOTE_WRITE, len) else {
+        let Some(span) = resolve_remote(qp, to, Access::REMOTE_WRITE, len) else {
             return Response::Nak(Nak::RemoteAccess);
         };
         let Ok(target) = one_span(span) else {
@@ -179,11 +171,10 @@ fn write(
     let mut a = Arrival::new(Payload::Packet(&[]), imm, req, WcOpcode::RecvRdmaWithImm);
     // The receive completion reports what the write carried (as rxe does).
     a.byte_len = len as u32;
-    deliver(dev, qp, &a)
+    deliver(qp, &a)
 }
 
 fn read(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     service: QpType,
     from: Remote,
@@ -197,7 +188,7 @@ fn read(
         Ok(guard) => guard,
         Err(response) => return response,
     };
-    let Some(span) = resolve_remote(dev, qp, from, Access::REMOTE_READ, len) else {
+    let Some(span) = resolve_remote(qp, from, Access::REMOTE_READ, len) else {
         return Response::Nak(Nak::RemoteAccess);
     };
     let Ok(source) = one_span(span) else {
@@ -210,7 +201,6 @@ fn read(
 }
 
 pub(crate) fn atomic(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     service: QpType,
     at: Remote,
@@ -223,11 +213,11 @@ pub(crate) fn atomic(
         Ok(guard) => guard,
         Err(response) => return response,
     };
-    let Some(span) = resolve_remote(dev, qp, at, Access::REMOTE_ATOMIC, 8) else {
+    let Some(span) = resolve_remote(qp, at, Access::REMOTE_ATOMIC, 8) else {
         return Response::Nak(Nak::RemoteAccess);
     };
     // Atomic with respect to the other atomics of the device.
-    let _guard = dev.atomics().lock();
+    let _guard = qp.keys.atomics.lock();
     let mut old = [0u8; 8];
     if span.read(0, &mut old).is_err() {
         return Response::Nak(Nak::RemoteAccess);
@@ -247,7 +237,6 @@ pub(crate) fn atomic(
 /// An RDMA ATOMIC WRITE: with the right to write, as rxe asks, the 8 aligned bytes at `at`
 /// take `value` in one store after everything the QP wrote before (IBA annex A19).
 pub(crate) fn atomic_write(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     service: QpType,
     at: Remote,
@@ -260,11 +249,11 @@ pub(crate) fn atomic_write(
         Ok(guard) => guard,
         Err(response) => return response,
     };
-    let Some(span) = resolve_remote(dev, qp, at, Access::REMOTE_WRITE, 8) else {
+    let Some(span) = resolve_remote(qp, at, Access::REMOTE_WRITE, 8) else {
         return Response::Nak(Nak::RemoteAccess);
     };
     // Not torn by the device's own atomics either.
-    let _guard = dev.atomics().lock();
+    let _guard = qp.keys.atomics.lock();
     match span.store_u64_release(0, value) {
         Ok(()) => Response::Ack,
         // The 8 bytes are not aligned in their page (an MR whose address and iova differ in
@@ -309,7 +298,7 @@ impl<'a> Arrival<'a> {
 }
 
 /// Takes the next receive WQE of `d` and scatters the message into it.
-fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> Response {
+fn deliver(d: &Arc<QpShared>, msg: &Arrival<'_>) -> Response {
     // Receive WQEs come from the QP's own RQ or from its SRQ.
     let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
         (Some(srq), _) => (&srq.ring, &srq.db, &srq.ci, srq.max_sge),
@@ -336,7 +325,7 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
         Ok(wqe) => {
             let len = msg.grh.map_or(0, |g| g.len()) + msg.data.len();
             let copied = wqe
-                .sink(dev, d, rq, max_sge, Some(len))
+                .sink(d, rq, max_sge, Some(len))
                 .map_err(|BadRecv| Response::Nak(Nak::InvalidRequest))
                 .and_then(|sink| {
                     place(msg, &sink).map_err(|f| match f {
@@ -366,14 +355,14 @@ fn deliver(dev: &Device<SrdmaDevice>, d: &Arc<QpShared>, msg: &Arrival<'_>) -> R
         solicited: msg.solicited,
     };
     if response == Response::Ack {
-        response = finish_receive(dev, d, &done, WcStatus::Success);
+        response = finish_receive(d, &done, WcStatus::Success);
     } else {
         let status = match response {
             // The sender's memory failed under the copy.
             Response::LocalFault => WcStatus::RemOpErr,
             _ => WcStatus::LocLenErr,
         };
-        finish_receive(dev, d, &done, status);
+        finish_receive(d, &done, status);
     }
     response
 }
@@ -413,7 +402,6 @@ pub(crate) struct ReceiveDone {
 /// successful SEND_WITH_INV asks for); any error moves `d` to the error state. Returns the
 /// answer for the sender: an ACK, or the NAK of a failed invalidation.
 pub(crate) fn finish_receive(
-    dev: &Device<SrdmaDevice>,
     d: &Arc<QpShared>,
     done: &ReceiveDone,
     status: WcStatus,
@@ -433,7 +421,7 @@ pub(crate) fn finish_receive(
     if status == WcStatus::Success {
         if let Some(rkey) = done.invalidate {
             // The window is invalid by the time the process sees the receive completion.
-            if crate::mr::invalidate(dev, d, rkey, true).is_ok() {
+            if crate::mr::invalidate(d, rkey, true).is_ok() {
                 wc.wc_flags |= flags::WITH_INV;
                 wc.imm_data = rkey;
             } else {
@@ -464,7 +452,6 @@ pub(crate) fn finish_receive(
 /// process at once; its completion comes with [`finish_receive`]. Fails with the answer for
 /// the sender when the QP takes nothing or has no receive WQE (RNR).
 pub(crate) fn take_receive(
-    dev: &Device<SrdmaDevice>,
     d: &Arc<QpShared>,
 ) -> core::result::Result<core::result::Result<(u64, Segments), u64>, Response> {
     let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
@@ -488,7 +475,7 @@ pub(crate) fn take_receive(
     }
     let taken = match RecvWqe::read(rq, *ci) {
         Ok(wqe) => wqe
-            .sink(dev, d, rq, max_sge, None)
+            .sink(d, rq, max_sge, None)
             .map(|sink| (wqe.wr_id, sink))
             .map_err(|BadRecv| wqe.wr_id),
         Err(BadRecv) => Err(0),

@@ -18,6 +18,7 @@ mod device;
 mod doorbell;
 mod fastreg;
 mod grh;
+mod keys;
 mod kverbs;
 mod limits;
 mod link;

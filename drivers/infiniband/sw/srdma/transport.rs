@@ -16,9 +16,9 @@ use crate::{
     message::{Request, Response},
     qp::QpShared,
 };
-use kernel::rdma::Device;
+use kernel::{rdma::Device, sync::Arc};
 
-pub(crate) use loopback::Local;
+pub(crate) use loopback::{Local, Peer};
 
 /// Which transport carries the requests to a GID: looked up once per work request.
 pub(crate) enum Route {
@@ -44,12 +44,13 @@ pub(crate) fn send(
     req: &Request<'_>,
 ) -> Response {
     match route(dev, dgid, req.dest_qpn) {
-        Route::Local(to) => loopback::send(q, &to, req),
+        Route::Local(to) => loopback::send(q, to.qp.as_ref(), req),
         Route::Wire => roce::send(dev, q, dgid, req),
     }
 }
 
-/// Hands `req` of QP `q` to the responder at `to`, found by [`route`].
-pub(crate) fn send_local(q: &QpShared, to: &Local, req: &Request<'_>) -> Response {
+/// Hands `req` of QP `q` to the responder of QP `to` on this host (none: the device at the
+/// destination GID has no QP of that number).
+pub(crate) fn send_local(q: &QpShared, to: Option<&Arc<QpShared>>, req: &Request<'_>) -> Response {
     loopback::send(q, to, req)
 }

@@ -207,8 +207,8 @@ impl WorkItem<RETRY> for Worker {
             return;
         };
         for q in due.iter() {
-            let mut ci = q.sq_ci.lock();
-            let _ = req::process_sq(&dev, q, &mut ci);
+            let mut sq = q.sq_run.lock();
+            let _ = req::process_sq(&dev, q, &mut sq);
         }
         drop(due);
         // Retries queued meanwhile, or by the passes above, count too. The timer is armed
@@ -240,9 +240,9 @@ impl WorkItem<POSTED> for Worker {
             return;
         };
         for q in queued.iter() {
-            let mut ci = q.sq_ci.lock();
+            let mut sq = q.sq_run.lock();
             // Failures became error completions; a QP not ready to send keeps its work.
-            let _ = req::process_sq(&dev, q, &mut ci);
+            let _ = req::process_sq(&dev, q, &mut sq);
         }
     }
 }

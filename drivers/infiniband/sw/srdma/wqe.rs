@@ -8,7 +8,6 @@
 
 use crate::{
     counters::Counter,
-    device::SrdmaDevice,
     mr::resolve,
     params::MAX_MSG_SZ,
     payload::{Segments, SpanList},
@@ -25,7 +24,6 @@ use kernel::{
             srdma_wqe_ud, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE, SRDMA_SQ_WQE_HDR_SIZE,
             SRDMA_WQE_INLINE, SRDMA_WQE_SIGNALED, SRDMA_WQE_SOLICITED,
         },
-        Device,
     },
 };
 
@@ -95,7 +93,6 @@ impl SendWqe {
     /// WQE or a key is bad. Each SGE is checked before a byte moves.
     pub(crate) fn sges(
         &self,
-        dev: &Device<SrdmaDevice>,
         q: &QpShared,
         need: Access,
     ) -> core::result::Result<Segments, WcStatus> {
@@ -122,7 +119,7 @@ impl SendWqe {
             }
             let local = q.sq.kernel_buf(self.off, i);
             let span = resolve(
-                dev,
+                &q.keys,
                 sge.lkey,
                 &q.pd,
                 need,
@@ -158,13 +155,9 @@ impl SendWqe {
     }
 
     /// Its payload: the inline data, copied out of the ring, or the memory its SGEs name.
-    pub(crate) fn gather(
-        &self,
-        dev: &Device<SrdmaDevice>,
-        q: &QpShared,
-    ) -> core::result::Result<Segments, WcStatus> {
+    pub(crate) fn gather(&self, q: &QpShared) -> core::result::Result<Segments, WcStatus> {
         if !self.inline {
-            return self.sges(dev, q, Access::empty());
+            return self.sges(q, Access::empty());
         }
         let area = q.sq.wqe_size as usize - SRDMA_SQ_WQE_HDR_SIZE as usize;
         let len = self.inline_len as usize;
@@ -210,7 +203,6 @@ impl RecvWqe {
     /// created for.
     pub(crate) fn sink(
         &self,
-        dev: &Device<SrdmaDevice>,
         q: &QpShared,
         ring: &Ring,
         max_sge: u32,
@@ -240,7 +232,7 @@ impl RecvWqe {
             }
             let local = ring.kernel_buf(self.off, i);
             let span = resolve(
-                dev,
+                &q.keys,
                 sge.lkey,
                 &q.pd,
                 Access::LOCAL_WRITE,

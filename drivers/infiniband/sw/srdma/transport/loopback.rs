@@ -11,17 +11,21 @@ use crate::{
     qp::QpShared,
     resp,
 };
-use kernel::{
-    net,
-    rdma::{Device, DeviceRef},
-    sync::Arc,
-};
+use kernel::{net, rdma::Device, sync::Arc};
 
-/// A destination on this host: its device (kept registered while the request is carried out)
-/// and its QP, if the device has a QP of that number.
+/// A destination on this host: the QP of that number, if its device has one.
 pub(crate) struct Local {
-    dev: DeviceRef<SrdmaDevice>,
-    qp: Option<Arc<QpShared>>,
+    pub(crate) qp: Option<Arc<QpShared>>,
+}
+
+/// The destination on this host of a connected QP's requests, kept between its requests
+/// (`SqRun::peer`): the QP, and the source GID the requests carry.
+///
+/// It holds the destination QP, not its device: a QP reaches its memory through its own keys,
+/// and a device that goes away destroys its QPs first, which the responder then finds dead.
+pub(crate) struct Peer {
+    pub(crate) qp: Arc<QpShared>,
+    pub(crate) sgid: [u8; 16],
 }
 
 /// The srdma device in the namespace of `from` with GID `dgid` and its QP `qpn`; `None` if no
@@ -32,15 +36,15 @@ pub(super) fn find(from: &Device<SrdmaDevice>, dgid: &[u8; 16], qpn: u32) -> Opt
     let dev = Device::<SrdmaDevice>::get_by_netdev(&ndev)?;
     // An srdma device at `dgid` answers for its QPs, whether the QP is there or not.
     let qp = dev.qps().lock().get(qpn);
-    Some(Local { dev, qp })
+    Some(Local { qp })
 }
 
-/// Hands `req` of QP `q` to the responder of its destination `to`; counts it as sent by `q`
-/// and, if it reached a QP, as received there.
-pub(super) fn send(q: &QpShared, to: &Local, req: &Request<'_>) -> Response {
-    q.counters.send.sent(to.qp.as_ref().map(|qp| &qp.counters));
-    match &to.qp {
-        Some(qp) => resp::receive(&to.dev, qp, req),
+/// Hands `req` of QP `q` to the responder of `to`, if there is a QP there; counts it as sent
+/// by `q` and, if it reached a QP, as received there.
+pub(super) fn send(q: &QpShared, to: Option<&Arc<QpShared>>, req: &Request<'_>) -> Response {
+    q.counters.send.sent(to.map(|qp| &qp.counters));
+    match to {
+        Some(qp) => resp::receive(qp, req),
         None => Response::Lost,
     }
 }

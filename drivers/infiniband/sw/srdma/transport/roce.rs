@@ -423,7 +423,7 @@ fn deliver(dev: &Device<SrdmaDevice>, skb: &mut SkBuff) -> core::result::Result<
         pkt.payload.len() as u32,
     );
     match pkt.headers.bth.opcode.service() {
-        Service::Ud => datagram(dev, &qp, &arrived, &pkt),
+        Service::Ud => datagram(&qp, &arrived, &pkt),
         Service::Rc | Service::Uc if is_request(pkt.headers.bth.opcode.operation()) => {
             responder::request(dev, &qp, &arrived, &pkt)
         }
@@ -460,7 +460,6 @@ fn is_ours(dev: &Device<SrdmaDevice>, dgid: &[u8; 16]) -> bool {
 /// A UD or GSI datagram for `qp`: goes to the responder as a loopback one would, GRH area
 /// first.
 fn datagram(
-    dev: &Device<SrdmaDevice>,
     qp: &kernel::sync::Arc<QpShared>,
     arrived: &Arrived,
     pkt: &Packet<'_>,
@@ -495,6 +494,6 @@ fn datagram(
         },
     };
     qp.counters.received();
-    let _ = resp::receive(dev, qp, &req);
+    let _ = resp::receive(qp, &req);
     Ok(())
 }

@@ -595,7 +595,7 @@ pub(crate) fn response(
     if q.qp_type != QpType::Rc || pkt.headers.bth.opcode.service() != Service::Rc {
         return Err(Dropped::NotOurs);
     }
-    let mut ci = q.sq_ci.lock();
+    let mut sq = q.sq_run.lock();
     if !q.is_alive() || q.state() != QpState::Rts {
         return Err(Dropped::NotOurs);
     }
@@ -617,7 +617,7 @@ pub(crate) fn response(
         _ => return Ok(()),
     }
     let before = wr.progress();
-    let failed = complete(dev, q, &attr, &mut ci, &mut wr, pkt, now);
+    let failed = complete(dev, q, &attr, &mut sq.ci, &mut wr, pkt, now);
     if wr.progress() != before {
         // Progress (a long READ's responses included): the timer starts again, with all its
         // retries.
@@ -631,11 +631,11 @@ pub(crate) fn response(
     drop(wr);
     if failed {
         // The QP is in the error state: the WQEs not sent yet are flushed.
-        let _ = req::process_sq(dev, q, &mut ci);
+        let _ = req::process_sq(dev, q, &mut sq);
         return Ok(());
     }
     // The window moved: more of the SQ may go.
-    let _ = req::process_sq(dev, q, &mut ci);
+    let _ = req::process_sq(dev, q, &mut sq);
     if let Some(at) = resend_from {
         let _ = dev.worker().retry_at(dev.queue(), q, at);
     }

@@ -313,7 +313,7 @@ pub(crate) fn request(
         Operation::CompareSwap | Operation::FetchAdd if rc => atomic(dev, qp, &ends, &mut w, pkt),
         Operation::AtomicWrite if rc => atomic_write(dev, qp, &ends, w.msn, pkt),
         _ => match place(op) {
-            Some(p) => message(dev, qp, &mut w, pkt, p, pmtu),
+            Some(p) => message(qp, &mut w, pkt, p, pmtu),
             None => Err(Nak::InvalidRequest.into()),
         },
     };
@@ -399,7 +399,6 @@ fn fail(qp: &Arc<QpShared>) {
 
 /// A packet of a SEND or RDMA WRITE, in position `p` of its message.
 fn message(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     w: &mut WireResp,
     pkt: &Packet<'_>,
@@ -427,7 +426,7 @@ fn message(
     }
     if matches!(p, Place::First | Place::Only) {
         w.msg = Some(if is_send(op) {
-            match take_receive(dev, qp) {
+            match take_receive(qp) {
                 Ok(Ok((wr_id, sink))) => InMsg::Send {
                     wr_id,
                     sink: Some(sink),
@@ -442,7 +441,7 @@ fn message(
             }
         } else {
             let reth = h.reth.ok_or(Nak::InvalidRequest)?;
-            let target = reth_memory(dev, qp, &reth, Access::REMOTE_WRITE)?;
+            let target = reth_memory(qp, &reth, Access::REMOTE_WRITE)?;
             InMsg::Write {
                 target,
                 at: 0,
@@ -485,7 +484,7 @@ fn message(
     }
     if matches!(p, Place::Last | Place::Only) {
         let msg = w.msg.take();
-        finish(dev, qp, pkt, msg)?;
+        finish(qp, pkt, msg)?;
     }
     Ok(1)
 }
@@ -493,7 +492,6 @@ fn message(
 /// The end of a message: the receive completion of a SEND or of an RDMA WRITE with
 /// immediate data.
 fn finish(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     pkt: &Packet<'_>,
     msg: Option<InMsg>,
@@ -509,7 +507,7 @@ fn finish(
                 return Ok(());
             }
             // The immediate data takes a receive WQE, whose memory stays untouched.
-            let wr_id = match take_receive(dev, qp) {
+            let wr_id = match take_receive(qp) {
                 Ok(Ok((wr_id, _))) | Ok(Err(wr_id)) => wr_id,
                 Err(response) => return Err(response.into()),
             };
@@ -532,7 +530,7 @@ fn finish(
     } else {
         WcStatus::LocLenErr
     };
-    match finish_receive(dev, qp, &done, status) {
+    match finish_receive(qp, &done, status) {
         Response::Ack if ok => Ok(()),
         response => Err(response.into()),
     }
@@ -551,7 +549,7 @@ fn read(
 ) -> core::result::Result<u32, Refusal> {
     let reth = pkt.headers.reth.ok_or(Nak::InvalidRequest)?;
     let len = reth.len as usize;
-    let source = reth_memory(dev, qp, &reth, Access::REMOTE_READ)?;
+    let source = reth_memory(qp, &reth, Access::REMOTE_READ)?;
     Ok(send_read_responses(
         dev,
         ends,
@@ -566,7 +564,6 @@ fn read(
 /// The memory an RDMA WRITE or READ names in its RETH, checked for rights `need` (the QP's
 /// access flags, the key's rights and range); `None` for a zero-length one, which names none.
 fn reth_memory(
-    dev: &Device<SrdmaDevice>,
     qp: &Arc<QpShared>,
     reth: &Reth,
     need: Access,
@@ -580,7 +577,7 @@ fn reth_memory(
         va: reth.va,
         rkey: reth.rkey,
     };
-    let span = resp::resolve_remote(dev, qp, at, need, len).ok_or(Nak::RemoteAccess)?;
+    let span = resp::resolve_remote(qp, at, need, len).ok_or(Nak::RemoteAccess)?;
     Ok(Some(
         resp::one_span(span).map_err(|_| Nak::RemoteOperational)?,
     ))
@@ -653,7 +650,7 @@ fn atomic(
         va: a.va,
         rkey: a.rkey,
     };
-    let old = match resp::atomic(dev, qp, QpType::Rc, at, op) {
+    let old = match resp::atomic(qp, QpType::Rc, at, op) {
         Response::AtomicAck(old) => old,
         response => return Err(response.into()),
     };
@@ -697,7 +694,7 @@ fn atomic_write(
         va: reth.va,
         rkey: reth.rkey,
     };
-    match resp::atomic_write(dev, qp, QpType::Rc, at, u64::from_ne_bytes(value)) {
+    match resp::atomic_write(qp, QpType::Rc, at, u64::from_ne_bytes(value)) {
         Response::Ack => {}
         response => return Err(response.into()),
     }
