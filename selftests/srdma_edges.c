@@ -4,7 +4,9 @@
  * - messages far larger than any kernel buffer (8 MiB and 64 MiB SEND, RDMA WRITE and READ,
  *   random bytes compared), which must neither fail nor make the kernel warn;
  * - a QP destroyed while its head WQE waits for an RNR retry: once ibv_destroy_qp returns,
- *   nothing of that QP may run, so a receive posted afterwards at its peer stays empty.
+ *   nothing of that QP may run, so a receive posted afterwards at its peer stays empty;
+ * - the destination a connected QP's requests found: connected anew, the QP reaches its new
+ *   destination and no longer the old one; a destination destroyed is reached no more.
  * Prints TAP.
  *   srdma_edges DEV_A DEV_B
  */
@@ -59,6 +61,72 @@ static void big(struct side *A, struct side *B, struct ibv_qp *a, struct ibv_qp 
 	result(st == IBV_WC_SUCCESS && rst == IBV_WC_SUCCESS && !memcmp(from->buf, to->buf, len),
 	       "%s of %u MiB arrives whole (status %d, bytes %s)", name, len >> 20, st,
 	       memcmp(from->buf, to->buf, len) ? "differ" : "equal");
+}
+
+/*
+ * A SEND of 64 bytes from a (A's buffer filled with v) to the QPs of B that have a receive
+ * posted; returns a's completion status and the QP number of the receive completion at B in
+ * *qpn (0 if none came).
+ */
+static int send_to(struct side *A, struct side *B, struct ibv_qp *a, unsigned char v,
+		   uint32_t *qpn)
+{
+	struct ibv_wc wc;
+	int st;
+
+	memset(A->buf, v, 64);
+	*qpn = 0;
+	if (post_one(a, IBV_WR_SEND, A->mr->lkey, (uintptr_t)A->buf, 64, 0, 0))
+		return -2;
+	st = next_wc(A->cq, 2000, &wc);
+	if (next_wc(B->cq, 300, &wc) == IBV_WC_SUCCESS && B->buf[0] == v)
+		*qpn = wc.qp_num;
+	return st;
+}
+
+/* Where a connected QP's requests go when its destination changes or goes. */
+static void destinations(struct side *A, struct side *B)
+{
+	struct ibv_qp *a = side_qp(A, IBV_QPT_RC), *b = side_qp(B, IBV_QPT_RC);
+	struct ibv_qp *b2 = side_qp(B, IBV_QPT_RC);
+	struct conn ca = { A->gidx }, cb = { B->gidx };
+	struct ibv_wc wc;
+	uint32_t got;
+	int st;
+
+	if (!a || !b || !b2 || connect_qp(a, b->qp_num, &B->gid, ca) ||
+	    connect_qp(b, a->qp_num, &A->gid, cb) || connect_qp(b2, a->qp_num, &A->gid, cb)) {
+		printf("Bail out! cannot connect (%s)\n", strerror(errno));
+		exit(1);
+	}
+	post_recv_one(b, B, 64);
+	st = send_to(A, B, a, 0x11, &got);
+	result(st == IBV_WC_SUCCESS && got == b->qp_num, "a SEND of a reaches b (status %d)", st);
+
+	/* a connected anew, to b2; b and b2 both wait for a message. */
+	if (connect_qp(a, b2->qp_num, &B->gid, ca)) {
+		printf("Bail out! cannot connect again (%s)\n", strerror(errno));
+		exit(1);
+	}
+	post_recv_one(b, B, 64);
+	post_recv_one(b2, B, 64);
+	st = send_to(A, B, a, 0x22, &got);
+	result(st == IBV_WC_SUCCESS && got == b2->qp_num,
+	       "connected anew, a's SEND reaches its new destination (status %d, QP %u)", st, got);
+	result(next_wc(B->cq, 100, &wc) == -1, "and not the old one, which keeps its receive");
+
+	/* b2 goes: a's next request finds no one, and nothing of B changes. */
+	ibv_destroy_qp(b2);
+	memset(B->buf, 0, 64);
+	memset(A->buf, 0x33, 64);
+	post_one(a, IBV_WR_RDMA_WRITE, A->mr->lkey, (uintptr_t)A->buf, 64, (uintptr_t)B->buf,
+		 B->mr->rkey);
+	st = next_wc(A->cq, 2000, &wc);
+	result(st == IBV_WC_RETRY_EXC_ERR && B->buf[0] == 0,
+	       "its destination destroyed, a's RDMA WRITE fails with RETRY_EXC_ERR and writes nothing (%d)",
+	       st);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
 }
 
 int main(int argc, char **argv)
@@ -116,5 +184,7 @@ int main(int argc, char **argv)
 	       "after destroy nothing of the QP runs: its peer's new receive stays empty (%d)", st);
 	result(next_wc(A.cq, 1, &wc) == -1, "no completion of the destroyed QP appears");
 	ibv_destroy_qp(b);
+
+	destinations(&A, &B);
 	tap_done();
 }

@@ -25,6 +25,9 @@
  *   pingpong RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
  *   syscall TYPICAL_US
  *   sysping RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
+ *   tsc MEASURED_MHZ STATED_MHZ        (x86-64 only: the TSC's rate against CLOCK_MONOTONIC
+ *                                      over a second, and /proc/cpuinfo's "cpu MHz", which
+ *                                      perftest times itself by)
  * -q measures for less time (the quick run).
  */
 #define _GNU_SOURCE
@@ -76,6 +79,27 @@ static void copy_words(char *dst, const char *src, size_t size)
 }
 
 #ifdef __x86_64__
+#include <x86intrin.h>
+
+static void tsc_rate(void)
+{
+	double t0 = now(), t1, stated = 0;
+	uint64_t c0 = __rdtsc(), c1;
+	char line[256];
+	FILE *f;
+
+	do {
+		t1 = now();
+		c1 = __rdtsc();
+	} while (t1 - t0 < 1);
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "cpu MHz : %lf", &stated) != 1)
+		;
+	if (f)
+		fclose(f);
+	printf("tsc %.1f %.1f\n", (c1 - c0) / (t1 - t0) / 1e6, stated);
+}
+
 static void copy_movsb(char *dst, const char *src, size_t size)
 {
 	__asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(size) : : "memory");
@@ -249,5 +273,8 @@ int main(int argc, char **argv)
 	enter = 1;
 	atomic_store(&line, 0);
 	pingpong("sysping");
+#ifdef __x86_64__
+	tsc_rate();
+#endif
 	return 0;
 }

@@ -133,7 +133,7 @@ class Data:
 
     def _limits(self):
         copies = {k: defaultdict(list) for k in COPIERS}
-        pingpong, syscall, sysping = [], [], []
+        pingpong, syscall, sysping, tsc = [], [], [], []
         for path in self._runs_of("limits-r"):
             with open(path) as f:
                 for line in f:
@@ -146,12 +146,15 @@ class Data:
                         syscall.append(float(w[1]))
                     elif w[:1] == ["sysping"] and len(w) == 5:
                         sysping.append(float(w[1]))
+                    elif w[:1] == ["tsc"] and len(w) == 3:
+                        tsc.append((float(w[1]), float(w[2])))
         lim = {k: {s: statistics.median(v) for s, v in c.items()} for k, c in copies.items()}
         lim["rtt"] = statistics.median(pingpong) if pingpong else None
         lim["rtt_spread"] = (min(pingpong), max(pingpong)) if pingpong else None
         lim["syscall"] = statistics.median(syscall) if syscall else None
         lim["sysping"] = statistics.median(sysping) if sysping else None
         lim["sysping_spread"] = (min(sysping), max(sysping)) if sysping else None
+        lim["tsc"] = tsc
         return lim
 
     def _crossover(self):
@@ -512,6 +515,16 @@ def write_markdown(d, path):
         "moves (x86-64). The limit column takes the fastest."
     )
     L.append("")
+    if d.limits["tsc"]:
+        measured = ", ".join(fmt(m, 4) for m, _ in d.limits["tsc"])
+        stated = d.limits["tsc"][0][1]
+        L.append(
+            "These figures are timed with CLOCK_MONOTONIC, perftest's with the TSC at the "
+            f"frequency /proc/cpuinfo states ({fmt(stated, 4)} MHz); the TSC measured against "
+            f"CLOCK_MONOTONIC ran at {measured} MHz, so the two clocks agree within "
+            f"{fmt(max(abs(m / stated - 1) for m, _ in d.limits['tsc']) * 100, 2)} %."
+        )
+        L.append("")
     L.append("| Size | memcpy MB/s | word copy MB/s | kernel copy MB/s | rep movsb MB/s |")
     L.append("|---|---|---|---|---|")
     for size in sorted(d.limits["memcpy"]):
