@@ -45,7 +45,10 @@ for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
 	pair
-	echo "$mod round $round: send_lat8 $(run ib_send_lat -s 8 -n 3000) write_lat8 $(run ib_write_lat -s 8 -n 3000) send_bw64 $(run ib_send_bw -s 64 -n 5000) write_bw64K $(run ib_write_bw -s 65536 -n 2000)"
+	echo "$mod round $round: send_lat8 $(run ib_send_lat -s 8 -n 3000)" \
+		"write_lat8 $(run ib_write_lat -s 8 -n 3000) send_bw64 $(run ib_send_bw -s 64 -n 5000)" \
+		"write_bw64_l32 $(run ib_write_bw -s 64 -n 40960 -l 32 -Q 32)" \
+		"write_bw64K $(run ib_write_bw -s 65536 -n 2000)"
 	srdma_pair_cleanup
 	rmmod srdma
 done

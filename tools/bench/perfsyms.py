@@ -32,6 +32,8 @@ def load_kallsyms(paths):
 def main():
     addrs, names = load_kallsyms(sys.argv[1:])
     samples, self_c, incl_c, comm_c = 0, Counter(), Counter(), Counter()
+    # For each symbol: what called it (the next two frames up the stack).
+    callers = {}
     frames, comm = [], None
 
     def name_of(ip, sym):
@@ -50,6 +52,9 @@ def main():
             self_c[frames[0]] += 1
             for fr in set(frames):
                 incl_c[fr] += 1
+            for i, fr in enumerate(frames[:8]):
+                up = " <- ".join(frames[i + 1:i + 3]) or "(top)"
+                callers.setdefault(fr, Counter())[up] += 1
 
     for line in sys.stdin:
         if not line.strip():
@@ -75,6 +80,11 @@ def main():
     print("\ninclusive (the symbol was on the stack):")
     for s, n in incl_c.most_common(80):
         print(f"{100 * n / samples:6.2f}%  {s}")
+    print("\ncallers (of the 40 symbols with the most self samples, the two frames above):")
+    for s, _ in self_c.most_common(40):
+        print(f"{s}")
+        for up, n in callers.get(s, Counter()).most_common(3):
+            print(f"  {100 * n / samples:6.2f}%  <- {up}")
 
 
 if __name__ == "__main__":

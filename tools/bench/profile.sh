@@ -5,9 +5,9 @@
 #   profile.sh OUTDIR [VARIANT [TEST [SIZE [ITERS]]]]   (default: srdma ib_send_lat 8 10000)
 # PROFILE_ARGS (environment): more perftest flags for both sides, e.g. "-l 32 -Q 32".
 # Writes OUTDIR/perf.data, OUTDIR/report.txt (symbols by share of samples, both CPUs: where
-# the sample was, and what was on its stack) and the two perftest logs. `make profile`
-# boots the bench kernel and runs it (PROFILE_VARIANT, PROFILE_TEST, PROFILE_SIZE, PROFILE_ITERS,
-# PROFILE_ARGS).
+# the sample was, what was on its stack, and the callers of the busiest) and the two perftest
+# logs. `make profile` boots the bench kernel and runs it (PROFILE_VARIANT, PROFILE_TEST,
+# PROFILE_SIZE, PROFILE_ITERS, PROFILE_ARGS).
 here=$(dirname "$(readlink -f "$0")")
 out=${1:?usage: profile.sh OUTDIR [VARIANT [TEST [SIZE [ITERS]]]]}
 variant=${2:-srdma}

@@ -221,7 +221,9 @@ fn copy_spans(
         d_at -= span.len();
         d = dst.next();
     }
-    let mut bounce = KVec::new();
+    // Made only when two guarded spans meet: even an empty vector costs a call into the
+    // allocator when it is dropped.
+    let mut bounce = None;
     while done < n {
         let span_s = s.ok_or(Failed::Source)?;
         let span_d = d.ok_or(Failed::Destination)?;
@@ -254,13 +256,14 @@ fn piece(
     d: &Span,
     d_at: usize,
     n: usize,
-    bounce: &mut KVec<u8>,
+    bounce: &mut Option<KVec<u8>>,
 ) -> core::result::Result<(), Failed> {
     if d.discards() {
         // Nothing moves, but the source must still be granted, as for a copy.
         return s.hold(Failed::Source, |_| Ok(()));
     }
     if s.guarded() && d.guarded() {
+        let bounce = bounce.get_or_insert_with(KVec::new);
         if bounce.len() < n {
             bounce
                 .extend_with(n - bounce.len(), 0, GFP_KERNEL)

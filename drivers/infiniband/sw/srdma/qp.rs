@@ -25,7 +25,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    new_mutex, new_spinlock_irqsave,
+    new_mutex, new_spinlock, new_spinlock_irqsave,
     prelude::*,
     ratelimit::Ratelimit,
     rdma::{
@@ -44,7 +44,7 @@ use kernel::{
         udata::UData,
         Device,
     },
-    sync::{Arc, Mutex, SpinLockIrqSave},
+    sync::{Arc, Mutex, SpinLock, SpinLockIrqSave},
 };
 
 /// Rights a QP may grant to incoming RDMA.
@@ -100,7 +100,9 @@ pub(crate) struct QpShared {
     pub(crate) cap: QpCap,
     pub(crate) sq: Ring,
     pub(crate) rq: Option<Ring>,
-    pub(crate) attr: Pin<KBox<Mutex<QpAttr>>>,
+    /// The attributes, read on the data path for every request: a spinlock, held only to
+    /// copy or set them.
+    pub(crate) attr: Pin<KBox<SpinLock<QpAttr>>>,
     /// `attr.qp_state`, readable where the mutex cannot be taken (kernel callers' posts).
     state: AtomicU32,
     /// Serialises kernel callers' posts, which may come in any context (softirq, with
@@ -345,7 +347,7 @@ impl SrdmaQp {
                 cap,
                 sq,
                 rq,
-                attr: KBox::pin_init(new_mutex!(QpAttr::default()), GFP_KERNEL)?,
+                attr: KBox::pin_init(new_spinlock!(QpAttr::default()), GFP_KERNEL)?,
                 state: AtomicU32::new(QpState::Reset as u32),
                 kpost: KBox::pin_init(new_spinlock_irqsave!(()), GFP_KERNEL)?,
                 sq_psn: AtomicU32::new(0),

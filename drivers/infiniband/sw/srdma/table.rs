@@ -3,13 +3,17 @@
 //! Tables of objects by number (QP numbers, memory keys), shared by the data path.
 
 use kernel::{
-    new_mutex,
+    new_spinlock,
     prelude::*,
-    rbtree::RBTree,
-    sync::{Arc, Mutex},
+    rbtree::{RBTree, RBTreeNode, RBTreeNodeReservation},
+    sync::{Arc, SpinLock},
 };
 
 /// Objects by number; a number is reserved first and its object published once created.
+///
+/// The data path looks objects up for every request, so the lock is a spinlock: nothing is
+/// allocated or freed while it is held (nodes are allocated before, and removed objects
+/// dropped after).
 pub(crate) struct IdTable<V> {
     ids: RBTree<u32, Option<Arc<V>>>,
     next: u32,
@@ -17,12 +21,12 @@ pub(crate) struct IdTable<V> {
     max: u32,
 }
 
-pub(crate) type Table<V> = Arc<Mutex<IdTable<V>>>;
+pub(crate) type Table<V> = Arc<SpinLock<IdTable<V>>>;
 
 /// Creates a table handing out numbers in `min..=max`.
 pub(crate) fn new_table<V: Send + Sync>(min: u32, max: u32) -> Result<Table<V>> {
     Arc::pin_init(
-        new_mutex!(IdTable {
+        new_spinlock!(IdTable {
             ids: RBTree::new(),
             next: min,
             min,
@@ -57,12 +61,13 @@ pub(crate) struct Reservation<V: Send + Sync> {
 impl<V: Send + Sync> Reservation<V> {
     /// Takes the next free number, searching round-robin so that numbers are not reused soon.
     pub(crate) fn new(table: &Table<V>) -> Result<Self> {
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut t = table.lock();
         let span = t.max - t.min + 1;
         for i in 0..span {
             let id = t.min + (t.next - t.min + i) % span;
             if t.ids.get(&id).is_none() {
-                t.ids.try_create_and_insert(id, None, GFP_KERNEL)?;
+                t.ids.insert(node.into_node(id, None));
                 t.next = if id == t.max { t.min } else { id + 1 };
                 return Ok(Self {
                     table: table.clone(),
@@ -76,11 +81,12 @@ impl<V: Send + Sync> Reservation<V> {
     /// Takes the number `id`, outside the table's range (for well-known numbers); fails with
     /// `EBUSY` if it is taken.
     pub(crate) fn fixed(table: &Table<V>, id: u32) -> Result<Self> {
+        let node = RBTreeNode::new(id, None, GFP_KERNEL)?;
         let mut t = table.lock();
         if t.ids.get(&id).is_some() {
             return Err(EBUSY);
         }
-        t.ids.try_create_and_insert(id, None, GFP_KERNEL)?;
+        t.ids.insert(node);
         Ok(Self {
             table: table.clone(),
             id,
@@ -101,6 +107,8 @@ impl<V: Send + Sync> Reservation<V> {
 
 impl<V: Send + Sync> Drop for Reservation<V> {
     fn drop(&mut self) {
-        self.table.lock().ids.remove(&self.id);
+        let node = self.table.lock().ids.remove_node(&self.id);
+        // The object (and the node) may be freed here, outside the lock.
+        drop(node);
     }
 }
