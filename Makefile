@@ -90,7 +90,7 @@ PROFILE_ARGS ?=
 profile: bench-kernel provider
 	@rm -rf "$(OUT)/profile"
 	@SRDMA_BUILD="$(SRDMA_BENCH_BUILD)" SRDMA_VM_LOG="$(OUT)/profile/dmesg.log" tools/vm/run.sh \
-		--timeout 900 -- env PROFILE_SYSTEM_MAP="$(SRDMA_BENCH_BUILD)/System.map" \
+		--timeout 900 --append tsc=reliable -- env PROFILE_SYSTEM_MAP="$(SRDMA_BENCH_BUILD)/System.map" \
 		PROFILE_ARGS="$(PROFILE_ARGS)" \
 		$(CURDIR)/tools/bench/profile.sh "$(OUT)/profile" $(PROFILE_VARIANT) \
 		$(PROFILE_TEST) $(PROFILE_SIZE) $(PROFILE_ITERS)

@@ -25,9 +25,10 @@
  *   pingpong RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
  *   syscall TYPICAL_US
  *   sysping RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
- *   tsc MEASURED_MHZ STATED_MHZ        (x86-64 only: the TSC's rate against CLOCK_MONOTONIC
- *                                      over a second, and /proc/cpuinfo's "cpu MHz", which
- *                                      perftest times itself by)
+ *   tsc MEASURED_MHZ STATED_MHZ        (x86-64 only, first: the TSC's rate against
+ *                                      CLOCK_MONOTONIC over a second, and /proc/cpuinfo's
+ *                                      "cpu MHz", which perftest times itself by)
+ * On x86-64 every figure is timed with the TSC, as perftest times its own.
  * -q measures for less time (the quick run).
  */
 #define _GNU_SOURCE
@@ -45,13 +46,55 @@
 
 static double min_secs = 0.3;
 
-static double now(void)
+static double monotonic(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+#ifdef __x86_64__
+#include <x86intrin.h>
+
+/* TSC ticks per second, measured against CLOCK_MONOTONIC when the program starts. */
+static double tsc_hz;
+
+/*
+ * Seconds, from the TSC as perftest reads it: one instruction, where a clock_gettime can be a
+ * trap into the hypervisor (a guest whose clocksource is the HPET).
+ */
+static double now(void)
+{
+	return __rdtsc() / tsc_hz;
+}
+
+/* Measures tsc_hz over a second; prints it with /proc/cpuinfo's "cpu MHz" (perftest's). */
+static void tsc_rate(void)
+{
+	double t0 = monotonic(), t1, stated = 0;
+	uint64_t c0 = __rdtsc(), c1;
+	char line[256];
+	FILE *f;
+
+	do {
+		t1 = monotonic();
+		c1 = __rdtsc();
+	} while (t1 - t0 < 1);
+	tsc_hz = (c1 - c0) / (t1 - t0);
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "cpu MHz : %lf", &stated) != 1)
+		;
+	if (f)
+		fclose(f);
+	printf("tsc %.1f %.1f\n", tsc_hz / 1e6, stated);
+}
+#else
+static double now(void)
+{
+	return monotonic();
+}
+#endif
 
 enum copier { GLIBC, WORDS, KERNEL, MOVSB };
 
@@ -79,27 +122,6 @@ static void copy_words(char *dst, const char *src, size_t size)
 }
 
 #ifdef __x86_64__
-#include <x86intrin.h>
-
-static void tsc_rate(void)
-{
-	double t0 = now(), t1, stated = 0;
-	uint64_t c0 = __rdtsc(), c1;
-	char line[256];
-	FILE *f;
-
-	do {
-		t1 = now();
-		c1 = __rdtsc();
-	} while (t1 - t0 < 1);
-	f = fopen("/proc/cpuinfo", "r");
-	while (f && fgets(line, sizeof(line), f) && sscanf(line, "cpu MHz : %lf", &stated) != 1)
-		;
-	if (f)
-		fclose(f);
-	printf("tsc %.1f %.1f\n", (c1 - c0) / (t1 - t0) / 1e6, stated);
-}
-
 static void copy_movsb(char *dst, const char *src, size_t size)
 {
 	__asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(size) : : "memory");
@@ -251,6 +273,9 @@ int main(int argc, char **argv)
 		first = 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef __x86_64__
+	tsc_rate();
+#endif
 	for (int i = first; i < argc; i++) {
 		size_t size = strtoul(argv[i], NULL, 0);
 
@@ -273,8 +298,5 @@ int main(int argc, char **argv)
 	enter = 1;
 	atomic_store(&line, 0);
 	pingpong("sysping");
-#ifdef __x86_64__
-	tsc_rate();
-#endif
 	return 0;
 }

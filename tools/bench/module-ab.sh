@@ -8,7 +8,7 @@
 #   SRDMA_NO_TRACE_EVENTS=1 make bench-kernel
 #   cp "$SRDMA_BENCH_BUILD/drivers/infiniband/sw/srdma/srdma.ko" /tmp/srdma-notrace.ko
 #   make bench-kernel
-#   SRDMA_BUILD=$SRDMA_BENCH_BUILD tools/vm/run.sh -- env ROUNDS=5 \
+#   SRDMA_BUILD=$SRDMA_BENCH_BUILD tools/vm/run.sh --append tsc=reliable -- env ROUNDS=5 \
 #       "$PWD/tools/bench/module-ab.sh" notrace=/tmp/srdma-notrace.ko
 # What counting costs: the same with the counters' adds compiled out, by building with
 # tools/bench/no-counting.patch applied (`git apply`, and `git apply -R` after the copy).

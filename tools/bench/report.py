@@ -519,9 +519,9 @@ def write_markdown(d, path):
         measured = ", ".join(fmt(m, 4) for m, _ in d.limits["tsc"])
         stated = d.limits["tsc"][0][1]
         L.append(
-            "These figures are timed with CLOCK_MONOTONIC, perftest's with the TSC at the "
-            f"frequency /proc/cpuinfo states ({fmt(stated, 4)} MHz); the TSC measured against "
-            f"CLOCK_MONOTONIC ran at {measured} MHz, so the two clocks agree within "
+            "limits.c times these figures with the TSC, as perftest times its own, at the rate "
+            f"it measured against CLOCK_MONOTONIC over a second ({measured} MHz); perftest "
+            f"takes the rate /proc/cpuinfo states ({fmt(stated, 4)} MHz). The two agree within "
             f"{fmt(max(abs(m / stated - 1) for m, _ in d.limits['tsc']) * 100, 2)} %."
         )
         L.append("")
