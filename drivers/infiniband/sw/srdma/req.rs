@@ -379,7 +379,11 @@ fn atomic_write(
 
 /// A UD send: a datagram of at most one path MTU to the QP and Q_Key its WQE names. What the
 /// destination cannot take is lost without an error, as for any datagram.
-fn datagram(cx: &Ctx<'_>, wqe: &SendWqe, opcode: WrOpcode) -> core::result::Result<Judged, WcStatus> {
+fn datagram(
+    cx: &Ctx<'_>,
+    wqe: &SendWqe,
+    opcode: WrOpcode,
+) -> core::result::Result<Judged, WcStatus> {
     let (dev, q, attr) = (cx.dev, cx.q, cx.attr);
     let ud = wqe.ud(q).map_err(|_| WcStatus::LocQpOpErr)?;
     let payload = wqe.gather(q)?;
@@ -442,11 +446,7 @@ fn datagram(cx: &Ctx<'_>, wqe: &SendWqe, opcode: WrOpcode) -> core::result::Resu
 }
 
 /// Carries out a bind of a memory window, a fast registration or a local invalidation.
-fn memory_op(
-    q: &Arc<QpShared>,
-    wqe: &SendWqe,
-    opcode: WrOpcode,
-) -> WcStatus {
+fn memory_op(q: &Arc<QpShared>, wqe: &SendWqe, opcode: WrOpcode) -> WcStatus {
     if opcode == WrOpcode::LocalInv {
         return match crate::mr::invalidate(q, wqe.imm_data, false) {
             Ok(()) => WcStatus::Success,

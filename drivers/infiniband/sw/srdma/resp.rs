@@ -174,12 +174,7 @@ fn write(
     deliver(qp, &a)
 }
 
-fn read(
-    qp: &Arc<QpShared>,
-    service: QpType,
-    from: Remote,
-    sink: &Segments,
-) -> Response {
+fn read(qp: &Arc<QpShared>, service: QpType, from: Remote, sink: &Segments) -> Response {
     if service != QpType::Rc {
         return Response::Nak(Nak::InvalidRequest);
     }
@@ -200,12 +195,7 @@ fn read(
     }
 }
 
-pub(crate) fn atomic(
-    qp: &Arc<QpShared>,
-    service: QpType,
-    at: Remote,
-    op: Atomic,
-) -> Response {
+pub(crate) fn atomic(qp: &Arc<QpShared>, service: QpType, at: Remote, op: Atomic) -> Response {
     if service != QpType::Rc || at.va % 8 != 0 {
         return Response::Nak(Nak::InvalidRequest);
     }
@@ -401,11 +391,7 @@ pub(crate) struct ReceiveDone {
 /// Writes the receive completion `done` of `d` with `status` (after the invalidation a
 /// successful SEND_WITH_INV asks for); any error moves `d` to the error state. Returns the
 /// answer for the sender: an ACK, or the NAK of a failed invalidation.
-pub(crate) fn finish_receive(
-    d: &Arc<QpShared>,
-    done: &ReceiveDone,
-    status: WcStatus,
-) -> Response {
+pub(crate) fn finish_receive(d: &Arc<QpShared>, done: &ReceiveDone, status: WcStatus) -> Response {
     let mut wc = cqe(done.wr_id, status, done.wc_opcode, d.qpn);
     wc.src_qp = done.src_qpn;
     wc.byte_len = done.byte_len;
