@@ -412,13 +412,40 @@ static void atomic_write_both_ways(int lossy, int peer_rxe)
 	}
 }
 
+/*
+ * srdma READs a long message from the peer: over a link that loses some of the responses, the
+ * peer goes on sending the rest of them before it answers the READ asked again from the gap.
+ */
+static void long_read(void)
+{
+	struct ibv_qp *s = rc_qp(&ends[0]), *p = rc_qp(&ends[1]);
+
+	if (!s || !p || connect_qp(s, &ends[0], &ends[1], p->qp_num, 100, 200, 14) ||
+	    connect_qp(p, &ends[1], &ends[0], s->qp_num, 200, 100, 14)) {
+		result(0, "long READ: an RC QP on each device, connected");
+		return;
+	}
+	transfer(&ends[0], s, &ends[1], p, IBV_WR_RDMA_READ, BIG);
+	ibv_destroy_qp(s);
+	ibv_destroy_qp(p);
+}
+
 int main(int argc, char **argv)
 {
 	ksft_print_header();
+	if (argc == 6 && !strcmp(argv[5], "longread")) {
+		if (open_end(&ends[0], argv[1], atoi(argv[2])) ||
+		    open_end(&ends[1], argv[3], atoi(argv[4]))) {
+			printf("Bail out! cannot open %s and %s\n", argv[1], argv[3]);
+			return 1;
+		}
+		long_read();
+		tap_done();
+	}
 	if (argc != 5 && !(argc == 6 && !strcmp(argv[5], "lossy")) &&
 	    !(argc == 7 && !strcmp(argv[5], "lossy") && !strcmp(argv[6], "rxe"))) {
 		fputs("Bail out! usage: srdma_wire SRDMA_DEV GID_INDEX ", stdout);
-		puts("PEER_DEV GID_INDEX [lossy [rxe]]");
+		puts("PEER_DEV GID_INDEX [lossy [rxe] | longread]");
 		return 1;
 	}
 	srand(7);

@@ -87,6 +87,8 @@ struct InFlight {
     psns: u32,
     /// A READ: the PSN of the response expected next.
     next_psn: u32,
+    /// A READ: the responses after a gap that arrived since `next_psn` last moved.
+    beyond_gap: u32,
 }
 
 impl InFlight {
@@ -497,6 +499,7 @@ pub(crate) fn start(
         first_psn,
         psns,
         next_psn: first_psn,
+        beyond_gap: 0,
     };
     if send_packets(dev, q, &ends, &f, first_psn, pmtu, wqe.solicited).is_err() {
         // Not even out of the host: sent again on the timeout like a lost packet.
@@ -525,6 +528,7 @@ pub(crate) fn done_in_turn(wr: &mut WireReq, wqe: &SendWqe, status: WcStatus) ->
         first_psn: psn,
         psns: 0,
         next_psn: psn,
+        beyond_gap: 0,
     })
 }
 
@@ -751,8 +755,15 @@ fn complete(
             let Some(Outgoing::Read { sink, .. }) = &f.out else {
                 return false;
             };
-            // In order only; a gap is made good by sending the request again.
+            // In order only; a gap is made good by sending the request again. The responder
+            // answers that request only after the rest of the responses to the first one (a
+            // long READ's can take seconds), so each of those it sends is a sign of life that
+            // holds the timer off, as many as the READ has responses.
             if psn != f.next_psn {
+                if psn_before(f.next_psn, psn) && f.beyond_gap < f.psns {
+                    f.beyond_gap += 1;
+                    wr.deadline = timeout_ns(attr).map(|t| now + t);
+                }
                 return false;
             }
             let i = (psn.wrapping_sub(f.first_psn) & PSN_MASK) as usize;
@@ -776,6 +787,7 @@ fn complete(
                 return retire_head(q, ci, wr, WcStatus::LocProtErr);
             }
             f.next_psn = psn.wrapping_add(1) & PSN_MASK;
+            f.beyond_gap = 0;
             if last {
                 return retire_head(q, ci, wr, WcStatus::Success);
             }
