@@ -415,6 +415,8 @@ static void atomic_write_both_ways(int lossy, int peer_rxe)
 /*
  * srdma READs a long message from the peer: over a link that loses some of the responses, the
  * peer goes on sending the rest of them before it answers the READ asked again from the gap.
+ * Not in srdma_wire.sh yet: with `netem loss 0.1%` on the peer's side it passes on its own,
+ * but failed once (RETRY_EXC_ERR after 114 s) after the suite's other lossy tests.
  */
 static void long_read(void)
 {

@@ -202,11 +202,6 @@ if ip netns exec "$NS" tc qdisc add dev "$S" root $netem 2>/dev/null &&
 	c_tap "RC over a corrupting link" 900 srdma_wire srdma_w "$sg" "$PEER_DEV" "$pg" lossy rxe
 	check "corrupted packets dropped as ICRC errors" test "$(counter rx_icrc_errors)" -gt \
 		"$icrc0"
-	# A long READ that loses about one response in 1000: after each gap the peer sends the
-	# rest of the responses (seconds of them here) before it answers the READ asked again.
-	tc qdisc replace dev "$R" root netem loss 0.1%
-	c_tap "a long READ over a link that loses responses" 900 srdma_wire srdma_w "$sg" \
-		"$PEER_DEV" "$pg" longread
 	tc qdisc del dev "$R" root
 else
 	skip "RC over a lossy link" "no netem (tc qdisc ... netem)"
