@@ -6,7 +6,9 @@
  * - a QP destroyed while its head WQE waits for an RNR retry: once ibv_destroy_qp returns,
  *   nothing of that QP may run, so a receive posted afterwards at its peer stays empty;
  * - the destination a connected QP's requests found: connected anew, the QP reaches its new
- *   destination and no longer the old one; a destination destroyed is reached no more.
+ *   destination and no longer the old one; a destination destroyed is reached no more, and
+ *   its memory (the rings the kernel shares with the process) is freed at once, not kept by
+ *   the QP that last reached it.
  * Prints TAP.
  *   srdma_edges DEV_A DEV_B
  */
@@ -84,6 +86,29 @@ static int send_to(struct side *A, struct side *B, struct ibv_qp *a, unsigned ch
 	return st;
 }
 
+/*
+ * The bytes of the memory the kernel shares with processes (rings, doorbell records), as
+ * /proc/vmallocinfo lists it by its allocator; -1 if it cannot tell.
+ */
+static long shared_bytes(void)
+{
+	FILE *f = fopen("/proc/vmallocinfo", "r");
+	char line[512];
+	long total = 0, n;
+	int seen = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "SharedPages") || sscanf(line, "%*s %ld", &n) != 1)
+			continue;
+		total += n;
+		seen = 1;
+	}
+	fclose(f);
+	return seen ? total : -1;
+}
+
 /* Where a connected QP's requests go when its destination changes or goes. */
 static void destinations(struct side *A, struct side *B)
 {
@@ -91,6 +116,7 @@ static void destinations(struct side *A, struct side *B)
 	struct ibv_qp *b2 = side_qp(B, IBV_QPT_RC);
 	struct conn ca = { A->gidx }, cb = { B->gidx };
 	struct ibv_wc wc;
+	long before, after;
 	uint32_t got;
 	int st;
 
@@ -115,8 +141,18 @@ static void destinations(struct side *A, struct side *B)
 	       "connected anew, a's SEND reaches its new destination (status %d, QP %u)", st, got);
 	result(next_wc(B->cq, 100, &wc) == -1, "and not the old one, which keeps its receive");
 
-	/* b2 goes: a's next request finds no one, and nothing of B changes. */
+	/*
+	 * b2 goes while a, which reached it last, stays idle: b2's rings are freed with it (a
+	 * process could otherwise keep memory of other processes' destroyed QPs alive).
+	 */
+	before = shared_bytes();
 	ibv_destroy_qp(b2);
+	after = shared_bytes();
+	result(before > 0 && after < before,
+	       "the destroyed destination's rings are freed at once (shared memory %ld -> %ld bytes)",
+	       before, after);
+
+	/* a's next request finds no one, and nothing of B changes. */
 	memset(B->buf, 0, 64);
 	memset(A->buf, 0x33, 64);
 	post_one(a, IBV_WR_RDMA_WRITE, A->mr->lkey, (uintptr_t)A->buf, 64, (uintptr_t)B->buf,

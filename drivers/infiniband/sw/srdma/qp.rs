@@ -198,8 +198,9 @@ pub(crate) struct SqRun {
     /// The next SQ WQE the kernel takes.
     pub(crate) ci: u32,
     /// The destination on this host of a connected QP's requests, found by the first request
-    /// after the QP was last modified and kept while the destination QP lives: as a NIC
-    /// resolves a connected QP's path when the QP is modified, not for each request.
+    /// after the QP was last modified and kept until the next modification or until the
+    /// destination is gone: as a NIC resolves a connected QP's path when the QP is modified,
+    /// not for each request.
     pub(crate) peer: Option<Peer>,
 }
 

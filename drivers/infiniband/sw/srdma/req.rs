@@ -236,8 +236,12 @@ fn connected_request<'a>(
 fn send_connected(cx: &mut Ctx<'_>, wr: &mut WireReq, wqe: &SendWqe, out: Outgoing) -> Judged {
     let (dev, q, attr, now) = (cx.dev, cx.q, cx.attr, cx.now);
     // The destination as found by an earlier request, or looked up now.
-    let (to, sgid) = match cx.peer.as_ref().filter(|peer| peer.qp.is_alive()) {
-        Some(peer) => (Some(&peer.qp), peer.sgid),
+    let cached = cx
+        .peer
+        .as_ref()
+        .and_then(|peer| Some((peer.qp()?, peer.sgid)));
+    let (to, sgid) = match cached {
+        Some((qp, sgid)) => (Some(qp), sgid),
         None => {
             let to = match transport::route(dev, &attr.ah_attr.dgid, attr.dest_qp_num) {
                 Route::Local(to) => to,
@@ -248,8 +252,8 @@ fn send_connected(cx: &mut Ctx<'_>, wr: &mut WireReq, wqe: &SendWqe, out: Outgoi
                 return comp::respond(q, attr, 0, Response::Lost, None, now);
             };
             // A device without a QP of that number answers nothing; a later request looks again.
-            *cx.peer = to.qp.map(|qp| Peer { qp, sgid });
-            (cx.peer.as_ref().map(|peer| &peer.qp), sgid)
+            *cx.peer = Peer::new(&to, attr.dest_qp_num, sgid);
+            (to.qp, sgid)
         }
     };
     let (op, sink) = match &out {
@@ -284,7 +288,7 @@ fn send_connected(cx: &mut Ctx<'_>, wr: &mut WireReq, wqe: &SendWqe, out: Outgoi
         ),
     };
     let req = connected_request(q, attr, sgid, wqe.solicited, op);
-    let response = transport::send_local(q, to, &req);
+    let response = transport::send_local(q, to.as_ref(), &req);
     comp::respond(q, attr, req.psn, response, sink, now)
 }
 
