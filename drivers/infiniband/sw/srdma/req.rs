@@ -245,7 +245,13 @@ fn send_connected(cx: &mut Ctx<'_>, wr: &mut WireReq, wqe: &SendWqe, out: Outgoi
         None => {
             let to = match transport::route(dev, &attr.ah_attr.dgid, attr.dest_qp_num) {
                 Route::Local(to) => to,
-                Route::Wire => return requester::start(dev, q, attr, wr, wqe, out, now.get()),
+                Route::Wire => {
+                    // The destination found earlier is gone and the GID is not on this host
+                    // now: later requests go on the wire too, not to a QP of that number that
+                    // may appear at the old destination.
+                    *cx.peer = None;
+                    return requester::start(dev, q, attr, wr, wqe, out, now.get());
+                }
             };
             // An address vector naming a GID the port does not have cannot be sent from.
             let Ok(sgid) = dev.query_gid(PORT, u32::from(attr.ah_attr.sgid_index)) else {
