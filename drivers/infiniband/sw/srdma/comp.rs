@@ -35,10 +35,15 @@ pub(crate) fn complete(q: &QpShared, send: bool, cqe: &srdma_cqe, solicited: boo
     } else {
         (&q.counters.recv, &q.recv_cq)
     };
-    let pushed = cq.push(cqe, solicited, q.handle);
-    counters.completion(cqe, pushed.is_ok());
-    if pushed.is_err() {
-        crate::log::cq_overflow(q, send);
+    // A kernel caller's QP that was destroyed meanwhile (a delivery that had taken its receive
+    // WQE before) gets no CQE: none may name it once its destruction returned.
+    match cq.push(cqe, solicited, q.handle.map(|handle| (handle, q))) {
+        Ok(()) => counters.completion(cqe, true),
+        Err(e) if e == ESRCH => {}
+        Err(_) => {
+            counters.completion(cqe, false);
+            crate::log::cq_overflow(q, send);
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::{
     doorbell::DbRecord,
     limits::{Charge, Kind},
     params::MAX_CQE,
+    qp::QpShared,
     trace,
     wc::flags as ibv,
 };
@@ -172,15 +173,21 @@ impl CqShared {
     /// ordering, so a consumer that sees the new phase sees the whole CQE. Raises the
     /// completion event if the CQ is armed for it (`solicited`: the message asked for one).
     /// Fails with `ENOSPC` when the ring is full: the CQ overran, which its consumer hears
-    /// about as the CQ error event. `qp` is what a kernel caller's work completion names.
+    /// about as the CQ error event. `qp` is what a kernel caller's work completion names, and
+    /// its QP: a QP destroyed already gets no CQE (`ESRCH`), checked under the ring's lock,
+    /// which [`CqShared::forget`] takes after the QP was marked dead.
     pub(crate) fn push(
         self: &Arc<Self>,
         cqe: &srdma_cqe,
         solicited: bool,
-        qp: Option<QpHandle>,
+        qp: Option<(QpHandle, &QpShared)>,
     ) -> Result {
         let notify = {
             let mut ring = self.ring.lock();
+            if qp.is_some_and(|(_, q)| !q.is_alive()) {
+                return Err(ESRCH);
+            }
+            let qp = qp.map(|(handle, _)| handle);
             let consumer = self.db.load(DB_CQ_CI)?;
             // A consumer index the process corrupted reads as an overrun too.
             if ring.producer.wrapping_sub(consumer) >= ring.cqe_cnt {
