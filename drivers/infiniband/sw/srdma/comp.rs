@@ -37,7 +37,7 @@ pub(crate) fn complete(q: &QpShared, send: bool, cqe: &srdma_cqe, solicited: boo
     };
     // A kernel caller's QP that was destroyed meanwhile (a delivery that had taken its receive
     // WQE before) gets no CQE: none may name it once its destruction returned.
-    match cq.push(cqe, solicited, q.handle.map(|handle| (handle, q))) {
+    match cq.push(cqe, solicited, q) {
         Ok(()) => counters.completion(cqe, true),
         Err(e) if e == ESRCH => {}
         Err(_) => {

@@ -173,21 +173,20 @@ impl CqShared {
     /// ordering, so a consumer that sees the new phase sees the whole CQE. Raises the
     /// completion event if the CQ is armed for it (`solicited`: the message asked for one).
     /// Fails with `ENOSPC` when the ring is full: the CQ overran, which its consumer hears
-    /// about as the CQ error event. `qp` is what a kernel caller's work completion names, and
-    /// its QP: a QP destroyed already gets no CQE (`ESRCH`), checked under the ring's lock,
-    /// which [`CqShared::forget`] takes after the QP was marked dead.
+    /// about as the CQ error event. `from` is the QP the CQE is of: a kernel caller's QP
+    /// destroyed already gets no CQE (`ESRCH`), checked under the ring's lock, which
+    /// [`CqShared::forget`] takes after the QP was marked dead.
     pub(crate) fn push(
         self: &Arc<Self>,
         cqe: &srdma_cqe,
         solicited: bool,
-        qp: Option<(QpHandle, &QpShared)>,
+        from: &QpShared,
     ) -> Result {
         let notify = {
             let mut ring = self.ring.lock();
-            if qp.is_some_and(|(_, q)| !q.is_alive()) {
+            if from.handle.is_some() && !from.is_alive() {
                 return Err(ESRCH);
             }
-            let qp = qp.map(|(handle, _)| handle);
             let consumer = self.db.load(DB_CQ_CI)?;
             // A consumer index the process corrupted reads as an overrun too.
             if ring.producer.wrapping_sub(consumer) >= ring.cqe_cnt {
@@ -207,7 +206,7 @@ impl CqShared {
             }
             ring.mem.write_obj(idx * CQE_SIZE, &body)?;
             if let Some(slot) = ring.handles.get_mut(idx) {
-                *slot = qp;
+                *slot = from.handle;
             }
             ring.mem.store_u32(idx * CQE_SIZE + OWNER_OFFSET, phase)?;
             ring.producer = ring.producer.wrapping_add(1);

@@ -183,31 +183,18 @@ impl Worker {
         }
         // Back with what was queued meanwhile (a QP queued again may now be there twice; its
         // second turn finds it waiting or done). Nothing is allocated or dropped under the
-        // lock, where an entry may hold a QP's last reference: a list with room for both is
-        // made outside it, and swapped in.
+        // lock, where an entry may hold a QP's last reference: `keep` is given room for the
+        // queued entries outside it, takes them and is swapped in.
         loop {
+            let queued = self.retries.lock().len();
+            keep.reserve(queued, GFP_KERNEL)?;
             let mut retries = self.retries.lock();
-            if retries.capacity() - retries.len() >= keep.len() {
-                for entry in keep.into_iter() {
+            if keep.capacity() - keep.len() >= retries.len() {
+                for entry in core::mem::take(&mut *retries) {
                     // Within the room checked above: no allocation, so it cannot fail.
-                    let _ = retries.push(entry, GFP_NOWAIT);
+                    let _ = keep.push(entry, GFP_NOWAIT);
                 }
-                return Ok(due);
-            }
-            let want = retries.len() + keep.len() + 8;
-            drop(retries);
-            // Without memory even for that, the retries not due yet are dropped here, outside
-            // the lock, and their QPs go on at their next doorbell.
-            let mut merged = KVec::with_capacity(want, GFP_KERNEL)?;
-            let mut retries = self.retries.lock();
-            if retries.len() + keep.len() <= merged.capacity() {
-                let queued = core::mem::take(&mut *retries);
-                for entry in Iterator::chain(queued.into_iter(), keep) {
-                    // Within the capacity checked above.
-                    let _ = merged.push(entry, GFP_NOWAIT);
-                }
-                core::mem::swap(&mut *retries, &mut merged);
-                drop(retries);
+                core::mem::swap(&mut *retries, &mut keep);
                 return Ok(due);
             }
         }
