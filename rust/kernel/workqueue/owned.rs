@@ -24,6 +24,8 @@ impl QueueFlags {
     /// The queue has a rescuer thread, for work that memory reclaim may wait on
     /// (`WQ_MEM_RECLAIM`).
     pub const MEM_RECLAIM: Self = Self(bindings::wq_flags_WQ_MEM_RECLAIM);
+    /// Items run on workers of the highest priority (`WQ_HIGHPRI`, nice -20).
+    pub const HIGHPRI: Self = Self(bindings::wq_flags_WQ_HIGHPRI);
 }
 
 impl core::ops::BitOr for QueueFlags {

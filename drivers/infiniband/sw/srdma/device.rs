@@ -58,9 +58,14 @@ pub(crate) const PORT: u32 = 1;
 
 /// The per-device state of srdma.
 pub(crate) struct SrdmaDevice {
-    /// Where the device's work items run. First, so that dropping the device drains them
-    /// (their last runs find the device unregistered) before anything else goes.
+    /// Where the device's engine work items run (posted kernel work, retries, received
+    /// packets). First, with [`SrdmaDevice::poll_queue`], so that dropping the device drains
+    /// them (their last runs find the device unregistered) before anything else goes.
     queue: OwnedQueue,
+    /// Where the doorbell poller runs. Not on the engine's queue: its workers have the
+    /// highest priority, and a poller that busy-polls there would starve the CPU's
+    /// applications.
+    poll_queue: OwnedQueue,
     /// The node GUID, EUI-64 from the network device's MAC address, in wire order.
     guid: [u8; 8],
     /// Whether the port was last reported active, so each transition is reported once.
@@ -108,7 +113,14 @@ impl SrdmaDevice {
         tunnel: Option<Tunnel>,
     ) -> Result<Self> {
         Ok(Self {
-            queue: OwnedQueue::new(c_str!("srdma"), QueueFlags::UNBOUND, 0)?,
+            // The engine stands in for a NIC: at normal priority a busy-polling application
+            // on the worker's CPU keeps received packets waiting for a scheduler slice or more.
+            queue: OwnedQueue::new(
+                c_str!("srdma"),
+                QueueFlags::UNBOUND | QueueFlags::HIGHPRI,
+                0,
+            )?,
+            poll_queue: OwnedQueue::new(c_str!("srdma_poll"), QueueFlags::UNBOUND, 0)?,
             kernel_db: new_pool()?,
             worker: Worker::new(ndev.clone())?,
             poller: Poller::new(ndev)?,
@@ -147,6 +159,10 @@ impl SrdmaDevice {
 
     pub(crate) fn queue(&self) -> &Queue {
         &self.queue
+    }
+
+    pub(crate) fn poll_queue(&self) -> &Queue {
+        &self.poll_queue
     }
 
     pub(crate) fn worker(&self) -> &Arc<Worker> {
@@ -416,7 +432,7 @@ impl rdma::Driver for SrdmaDevice {
     fn post_send_user(qp: &Qp<Self>) -> Result {
         let result = crate::req::kick(qp);
         let dev = qp.device();
-        if qp.shared.ctx_db.is_some() && dev.poller.wake(&dev.queue) {
+        if qp.shared.ctx_db.is_some() && dev.poller.wake(&dev.poll_queue) {
             qp.device().counters.inc(Counter::PollerWakeups);
         }
         result

@@ -190,7 +190,7 @@ impl WorkItem for Poller {
                 if now - start > BATCH_NS {
                     // Back to the workqueue, which reschedules between work items.
                     drop(qps);
-                    let _ = dev.queue().enqueue(this.clone());
+                    let _ = dev.poll_queue().enqueue(this.clone());
                     return;
                 }
                 core::hint::spin_loop();

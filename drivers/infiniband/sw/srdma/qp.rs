@@ -534,7 +534,7 @@ impl SrdmaQp {
         if next == QpState::Rts && cur_state != QpState::Rts && shared.ctx_db.is_some() {
             // Doorbell mode "poll": the device's poller watches the QP from now on.
             let dev = qp.device();
-            dev.poller().watch(dev.queue(), &qp.shared)?;
+            dev.poller().watch(dev.poll_queue(), &qp.shared)?;
         }
         Ok(())
     }
