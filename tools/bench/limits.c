@@ -25,6 +25,14 @@
  *   pingpong RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
  *   syscall TYPICAL_US
  *   sysping RTT_TYPICAL_US RTT_AVG_US RTT_P99_US RTT_P999_US
+ *   jitter CPU PER_SECOND TYPICAL_US P99_US
+ *                                      (how often a thread spinning on CPU is interrupted for
+ *                                      10 µs or more, e.g. by the timer tick, and for how long)
+ *   stalls SECONDS COUNT LONGEST_MS TOTAL_MS
+ *                                      (the times the whole VM stopped while a thread on each
+ *                                      of the first two CPUs read the clock: a gap of 5 ms or
+ *                                      more that both threads saw at once is the host's, not
+ *                                      the guest scheduler's)
  *   tsc MEASURED_MHZ STATED_MHZ        (x86-64 only, first: the TSC's rate against
  *                                      CLOCK_MONOTONIC over a second, and /proc/cpuinfo's
  *                                      "cpu MHz", which perftest times itself by)
@@ -262,13 +270,98 @@ static void null_syscall(void)
 	printf("syscall %.3f\n", batch[50]);
 }
 
+/* A gap between two clock reads of a spinning thread: an interruption, and a stall. */
+#define JITTER_SECS 10e-6
+#define GAP_SECS 0.005
+#define MAX_GAPS 4096
+#define MAX_JITTER 200000
+
+struct gaps {
+	int cpu, n, jn;
+	double secs, start[MAX_GAPS], end[MAX_GAPS], jitter[MAX_JITTER];
+};
+
+/* Spins on one CPU for `secs`, noting the gaps between successive clock reads. */
+static void *watch(void *arg)
+{
+	struct gaps *g = arg;
+	double t0, last, t;
+
+	pin(g->cpu);
+	t0 = last = now();
+	while ((t = now()) - t0 < g->secs) {
+		if (t - last >= JITTER_SECS && t - last < GAP_SECS && g->jn < MAX_JITTER)
+			g->jitter[g->jn++] = (t - last) * 1e6;
+		if (t - last >= GAP_SECS && g->n < MAX_GAPS) {
+			g->start[g->n] = last;
+			g->end[g->n++] = t;
+		}
+		last = t;
+	}
+	return NULL;
+}
+
+/*
+ * What keeps a spinning thread from running: a thread on CPU 0 and one on CPU 1 read the clock
+ * for `secs`. Prints, for each, how often and for how long it was interrupted (short gaps);
+ * then the stalls of the whole VM, where both saw a long gap at the same time and so neither
+ * vCPU ran (a host that stops the VM, e.g. for a CPU quota): their number, the longest and
+ * their sum.
+ */
+static void stalls(double secs)
+{
+	static struct gaps g[2];
+	double longest = 0, total = 0;
+	pthread_t t;
+	int count = 0;
+
+	for (int i = 0; i < 2; i++) {
+		g[i].cpu = i;
+		g[i].n = 0;
+		g[i].secs = secs;
+	}
+	if (pthread_create(&t, NULL, watch, &g[1])) {
+		printf("stalls n/a\n");
+		return;
+	}
+	watch(&g[0]);
+	pthread_join(t, NULL);
+	for (int i = 0; i < 2; i++) {
+		qsort(g[i].jitter, g[i].jn, sizeof(g[i].jitter[0]), cmp_double);
+		printf("jitter %d %.1f %.1f %.1f\n", i, g[i].jn / secs,
+		       g[i].jn ? g[i].jitter[g[i].jn / 2] : 0,
+		       g[i].jn ? g[i].jitter[(int)(g[i].jn * 0.99)] : 0);
+	}
+	for (int i = 0; i < g[0].n; i++) {
+		double both = 0;
+
+		for (int j = 0; j < g[1].n; j++) {
+			double from = g[0].start[i] > g[1].start[j] ? g[0].start[i] : g[1].start[j];
+			double to = g[0].end[i] < g[1].end[j] ? g[0].end[i] : g[1].end[j];
+
+			if (to - from > both)
+				both = to - from;
+		}
+		if (both >= GAP_SECS) {
+			count++;
+			total += both;
+			if (both > longest)
+				longest = both;
+		}
+	}
+	printf("stalls %.1f %d %.1f %.1f\n", secs, count, longest * 1e3, total * 1e3);
+}
+
 int main(int argc, char **argv)
 {
 	int first = 1;
 
+	double stall_secs = 5;
+
 	iters = 200000;
 	if (argc > 1 && !strcmp(argv[1], "-q")) {
 		min_secs = 0.05;
+		stall_secs = 1;
 		iters = 20000;
 		first = 2;
 	}
@@ -298,5 +391,6 @@ int main(int argc, char **argv)
 	enter = 1;
 	atomic_store(&line, 0);
 	pingpong("sysping");
+	stalls(stall_secs);
 	return 0;
 }

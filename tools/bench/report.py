@@ -133,7 +133,8 @@ class Data:
 
     def _limits(self):
         copies = {k: defaultdict(list) for k in COPIERS}
-        pingpong, syscall, sysping, tsc = [], [], [], []
+        pingpong, syscall, sysping, tsc, stalls = [], [], [], [], []
+        jitter = defaultdict(list)
         for path in self._runs_of("limits-r"):
             with open(path) as f:
                 for line in f:
@@ -148,6 +149,10 @@ class Data:
                         sysping.append(float(w[1]))
                     elif w[:1] == ["tsc"] and len(w) == 3:
                         tsc.append((float(w[1]), float(w[2])))
+                    elif w[:1] == ["jitter"] and len(w) == 5:
+                        jitter[int(w[1])].append(tuple(float(x) for x in w[2:]))
+                    elif w[:1] == ["stalls"] and len(w) == 5:
+                        stalls.append(tuple(float(x) for x in w[1:]))
         lim = {k: {s: statistics.median(v) for s, v in c.items()} for k, c in copies.items()}
         lim["rtt"] = statistics.median(pingpong) if pingpong else None
         lim["rtt_spread"] = (min(pingpong), max(pingpong)) if pingpong else None
@@ -155,6 +160,22 @@ class Data:
         lim["sysping"] = statistics.median(sysping) if sysping else None
         lim["sysping_spread"] = (min(sysping), max(sysping)) if sysping else None
         lim["tsc"] = tsc
+        # Per CPU, medians over the runs: (interruptions per second, typical µs, 99 % µs).
+        lim["jitter"] = {
+            cpu: tuple(statistics.median(x[i] for x in runs) for i in range(3))
+            for cpu, runs in sorted(jitter.items())
+        }
+        # Summed over the runs: (seconds watched, stalls, longest ms, stalled ms).
+        lim["stalls"] = (
+            (
+                sum(x[0] for x in stalls),
+                int(sum(x[1] for x in stalls)),
+                max(x[2] for x in stalls),
+                sum(x[3] for x in stalls),
+            )
+            if stalls
+            else None
+        )
         return lim
 
     def _crossover(self):
@@ -348,6 +369,16 @@ def write_markdown(d, path):
         "- Counters: the hw_counters that report errors, retries or drops and moved during a "
         "run are listed at the end; a figure with a retry storm behind it says so there."
     )
+    if d.limits["jitter"] or d.limits["stalls"]:
+        L.append(
+            "- Tails: a spinning vCPU is interrupted hundreds of times a second (the tick, the "
+            "host: Limits), so a latency run whose round trips are long enough has those "
+            "interruptions in its 99 %; and the host stops the whole VM now and then (Limits: "
+            "stalls), which a long run has at its maximum and, when they are more than one in "
+            "1000 of its samples, at its 99.9 %. On the wire a stall longer than the QP's "
+            "timeout (67 ms, perftest's) also costs a retransmission, which the counters show. "
+            "These tails are the VM's, alike for every device."
+        )
     L.append("")
     L.append(
         "Latency ratios below 1× and bandwidth ratios above 1× favour srdma."
@@ -505,6 +536,31 @@ def write_markdown(d, path):
         "The same ping-pong with a null system call before each answer: round trip "
         f"{cell(sp, spread) if sp else 'n/a'} µs (typical); half of it is the latency floor."
     )
+    jit = d.limits["jitter"]
+    if jit:
+        each = "; ".join(
+            f"vCPU {cpu}: {fmt(rate)} a second, typically {fmt(typ)} µs (99 %: {fmt(p99)} µs)"
+            for cpu, (rate, typ, p99) in jit.items()
+        )
+        L.append(
+            "Interruptions of a thread that spins (a gap of 10 µs to 5 ms between two reads of "
+            f"the clock: the timer tick, other work, the host): {each}. They are the floor of a "
+            "latency tail: a ping-pong whose round trip takes R µs has about R × (the two "
+            "rates) / 10^6 of its round trips interrupted, and once that is 1 % or more its "
+            "99 % is an interruption, not the device."
+        )
+    st = d.limits["stalls"]
+    if st:
+        secs, n, longest, total = st
+        L.append(
+            f"Stalls of the whole VM: with a thread spinning on each of two vCPUs for {fmt(secs)} s "
+            f"in all, both saw the clock jump at the same time {n} times, by up to "
+            f"{fmt(longest)} ms ({fmt(100 * total / 1000 / secs)} % of the time). Neither vCPU ran: "
+            "the host stopped the VM (a CPU quota of the host shows as ~100 ms stops on a "
+            "100 ms grid). A run that lasts longer than the time between two stalls has one in "
+            "its samples: at its maximum, and at its 99.9 % when the run is short of 1000 "
+            "samples per stall."
+        )
     L.append("")
     L.append(
         "Copies of the size from one buffer to another, the working set of a perftest run: "
