@@ -308,7 +308,7 @@ static void *watch(void *arg)
  * vCPU ran (a host that stops the VM, e.g. for a CPU quota): their number, the longest and
  * their sum.
  */
-static void stalls(double secs)
+static void watch_both(double secs)
 {
 	static struct gaps g[2];
 	double longest = 0, total = 0;
@@ -318,6 +318,7 @@ static void stalls(double secs)
 	for (int i = 0; i < 2; i++) {
 		g[i].cpu = i;
 		g[i].n = 0;
+		g[i].jn = 0;
 		g[i].secs = secs;
 	}
 	if (pthread_create(&t, NULL, watch, &g[1])) {
@@ -354,9 +355,8 @@ static void stalls(double secs)
 
 int main(int argc, char **argv)
 {
-	int first = 1;
-
 	double stall_secs = 5;
+	int first = 1;
 
 	iters = 200000;
 	if (argc > 1 && !strcmp(argv[1], "-q")) {
@@ -391,6 +391,6 @@ int main(int argc, char **argv)
 	enter = 1;
 	atomic_store(&line, 0);
 	pingpong("sysping");
-	stalls(stall_secs);
+	watch_both(stall_secs);
 	return 0;
 }
