@@ -20,6 +20,16 @@ connects to it and asks for READs, honest and forged duplicates among them; prin
 request ("NAME PSN,PSN,..." : the PSNs of the READ responses that came back, "-" for none, and
 "bad_bytes NAME" where a response's bytes are not the memory's), then the target's last line.
 
+    srdma_forge.py replay SRC_IP DST_IP TARGET_COMMAND...
+
+has the target read 64 KiB of our memory (its "read" command) and answers as a responder
+does that loses a response while a duplicate of the READ waits in its queue: the responses
+up to a gap, a pause that makes the target ask again, the rest bar one, then what a queued
+duplicate makes it send again (responses the target has, slowly, for longer than the target's
+timer with all its retries) and only then the missing one and those after it. Prints the
+READ requests the target sent ("requests PSN,PSN,...", relative to its first), then the
+target's "read STATUS BYTES" and last line.
+
     srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
 
 sends RDMA ATOMIC WRITEs to targets run with TARGET_COMMAND: an honest one, its duplicate with
@@ -38,7 +48,7 @@ import sys
 import time
 import zlib
 
-TARGET_MODES = ("read", "atomic_write")
+TARGET_MODES = ("read", "replay", "atomic_write")
 MODE = sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 if MODE in TARGET_MODES:
     SRC, DST, TARGET = sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -49,6 +59,7 @@ OUR_QPN, OUR_PSN = 0x123, 0x1000
 PKEY = 0xFFFF
 RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY, RC_READ_REQUEST = 0x11, 0x04, 0x0A, 0x0C
 RC_ATOMIC_WRITE = 0x1D
+RC_READ_FIRST, RC_READ_MIDDLE, RC_READ_LAST = 0x0D, 0x0E, 0x0F
 READ_RESPONSES = range(0x0D, 0x11)
 # What a requester may get back: READ responses, ACK (or NAK), ATOMIC ACKNOWLEDGE.
 ANSWERS = range(0x0D, 0x13)
@@ -205,6 +216,72 @@ def read_main():
     print(out[-1] if out else "target printed nothing", flush=True)
 
 
+def read_requests(rx, secs, first=False):
+    """The READ requests from DST to OUR_QPN that arrive within secs: [(psn, va, rkey, len)];
+    with first, only the first of them, as soon as it arrives."""
+    got = []
+    end = time.time() + secs
+    while time.time() < end and not (first and got):
+        if not select.select([rx], [], [], max(0, end - time.time()))[0]:
+            break
+        pkt = rx.recv(65536)
+        ihl = (pkt[0] & 0xF) * 4
+        if socket.inet_ntoa(pkt[12:16]) != DST or struct.unpack("!H", pkt[ihl + 2:ihl + 4])[0] != 4791:
+            continue
+        t = pkt[ihl + 8:]
+        opcode, _flags, _pkey, qpn, psn = struct.unpack("!BBHII", t[:12])
+        if opcode == RC_READ_REQUEST and qpn & 0xFFFFFF == OUR_QPN:
+            got.append((psn & 0xFFFFFF,) + struct.unpack("!QII", t[12:28]))
+    return got
+
+
+def replay_main():
+    target = Target()
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    size, mtu, gap, resent_from = 65536, 1024, 40, 10
+    memory = bytes((i * 7) & 0xFF for i in range(size))
+    va, rkey = 0x7F0000000000, 0x4242
+    target.proc.stdin.write("read %x %x %x\n" % (va, rkey, size))
+    target.proc.stdin.flush()
+    got = read_requests(rx, 10, first=True)
+    if not got:
+        print("requests -", flush=True)
+        target.proc.kill()
+        return
+    p = got[0][0]
+    n = size // mtu
+
+    def respond(i, opcode=RC_READ_MIDDLE):
+        t = bth(opcode, target.qpn, p + i, mtu, ack_req=False)
+        if opcode != RC_READ_MIDDLE:
+            t += struct.pack("!I", 0x1F000000)  # AETH: ACK
+        send(raw, t + memory[i * mtu:(i + 1) * mtu])
+
+    respond(0, RC_READ_FIRST)
+    for i in range(1, resent_from):
+        respond(i)
+    # Silent for longer than the target's timeout (268 ms): it asks again from `resent_from`.
+    got += read_requests(rx, 0.6)
+    for i in list(range(resent_from, gap)) + list(range(gap + 1, n - 1)):
+        respond(i)
+    respond(n - 1, RC_READ_LAST)
+    # The duplicate's turn: what the target has, a response each 100 ms, 3 s in all, more
+    # than its timer with every retry (8 x 268 ms).
+    for i in range(resent_from, gap):
+        respond(i)
+        got += read_requests(rx, 0.1)
+    for i in range(gap, n - 1):
+        respond(i)
+    respond(n - 1, RC_READ_LAST)
+    got += read_requests(rx, 1.0)
+    print("requests", ",".join("%d" % ((q - p) & 0xFFFFFF) for q, *_ in got), flush=True)
+    line = target.proc.stdout.readline().strip()
+    print(line or "read - -", flush=True)
+    out = target.finish()
+    print(out[-1] if out else "target printed nothing", flush=True)
+
+
 def atomic_write_main():
     raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
@@ -304,6 +381,8 @@ def main():
 
 if MODE == "read":
     read_main()
+elif MODE == "replay":
+    replay_main()
 elif MODE == "atomic_write":
     atomic_write_main()
 else:

@@ -9,12 +9,19 @@
  * 16 bytes of the memory as "memory HEX" and the QP's state as "state N" (IBV_QPS_*), so that
  * the peer sees what it wrote and whether what it sent failed the QP.
  *
+ * A line "read VA RKEY LEN" (hex) before that makes the QP the requester (timeout 268 ms,
+ * retry_cnt 7): it reads LEN bytes (at most SIZE) of the peer's memory at VA into its own,
+ * waits for the completion (at most 60 s) and prints "read STATUS BYTES", STATUS being
+ * ibv_wc_status_str()'s and BYTES "intact" when they are the pattern above (the peer's memory
+ * holds it too) or "wrong".
+ *
  *   srdma_target DEV GID_INDEX
  */
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "srdma_tap.h"
 
@@ -24,6 +31,36 @@ static int die(const char *what)
 {
 	fprintf(stderr, "srdma_target: %s failed\n", what);
 	return 1;
+}
+
+/* Reads the peer's memory into buf as "read VA RKEY LEN" in `line` says and prints how it went. */
+static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, const char *line)
+{
+	unsigned long long va;
+	unsigned int rkey, len;
+	struct ibv_wc wc = { .status = IBV_WC_GENERAL_ERR };
+	time_t end = time(NULL) + 60;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int n = 0, intact = 1;
+
+	if (sscanf(line, "read %llx %x %x", &va, &rkey, &len) != 3 || len > SIZE)
+		return die("reading the read command");
+	memset(buf, 0, len);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey };
+	wr.wr.rdma.remote_addr = va;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(qp, &wr, &bad))
+		return die("posting the READ");
+	while (!n && time(NULL) < end)
+		n = ibv_poll_cq(qp->send_cq, 1, &wc);
+	for (unsigned int i = 0; i < len; i++)
+		intact &= buf[i] == (unsigned char)(i * 7);
+	printf("read %s %s\n", n == 1 ? ibv_wc_status_str(wc.status) : "none",
+	       intact ? "intact" : "wrong");
+	fflush(stdout);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -89,7 +126,7 @@ int main(int argc, char **argv)
 				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				      IBV_QP_MIN_RNR_TIMER))
 		return die("RTR");
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 16, .retry_cnt = 7,
 				  .rnr_retry = 7, .max_rd_atomic = 1 };
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
@@ -97,8 +134,10 @@ int main(int argc, char **argv)
 	printf("connected\n");
 	fflush(stdout);
 
-	if (!fgets(line, sizeof(line), stdin))
-		line[0] = 0;
+	do {
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = 0;
+	} while (!strncmp(line, "read ", 5) && !read_peer(qp, mr, buf, line));
 	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
 		return die("query");
 	printf("memory ");

@@ -12,7 +12,10 @@
  *    responder resources of the connection, each landing whole, and one to an unaligned
  *    address refused.
  *
- *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX [lossy [rxe]]
+ *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX [lossy [rxe] | longread]
+ *
+ * With "longread" it only reads 8 MiB from the peer (path MTU 1024: 8192 responses), for a
+ * link that loses a few of them.
  *
  * With "lossy" (a link that loses, duplicates, reorders or corrupts packets) it sends only
  * 256 KiB of each opcode each way, and the batches of ATOMIC WRITEs (whose duplicates the

@@ -171,6 +171,22 @@ if prog srdma_target; then
 		check_eq "$what" "11/1000/${aw#*:} $intact 6" "$(answer "${aw%:*}")"
 	done
 	rm -f "$out_f"
+
+	# srdma reads from a responder that answers a READ it was asked again in part only after
+	# the rest of the first, and then from where it was asked (srdma_forge.py replay): the
+	# responses srdma has already are signs of life that hold its timer off, until the missing
+	# one comes.
+	out_f=$(mktemp)
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" replay "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	answer() { awk -v k="$1" '$1 == k { $1 = ""; print substr($0, 2) }' "$out_f"; }
+	[ -n "$(answer read)" ] || diag "forger: $(cat "$out_f")"
+	check_eq "a READ answered again only after a replay longer than its timer: completes" \
+		"success intact" "$(answer read)"
+	check "it was asked again from the first missing response" eval \
+		'answer requests | grep -q "^0,10"'
+	check_eq "the QP stays in RTS" "3" "$(answer state)"
+	rm -f "$out_f"
 fi
 ip addr del "$FORGE_IP/24" dev "$R"
 
@@ -202,6 +218,10 @@ if ip netns exec "$NS" tc qdisc add dev "$S" root $netem 2>/dev/null &&
 	c_tap "RC over a corrupting link" 900 srdma_wire srdma_w "$sg" "$PEER_DEV" "$pg" lossy rxe
 	check "corrupted packets dropped as ICRC errors" test "$(counter rx_icrc_errors)" -gt \
 		"$icrc0"
+	# An 8 MiB READ from rxe over 0.1 % loss: gaps in its 8192 responses, each asked for again
+	# while rxe still answers the requests before.
+	tc qdisc replace dev "$R" root netem loss 0.1%
+	c_tap "a long READ over loss" 600 srdma_wire srdma_w "$sg" "$PEER_DEV" "$pg" longread
 	tc qdisc del dev "$R" root
 else
 	skip "RC over a lossy link" "no netem (tc qdisc ... netem)"

@@ -87,8 +87,10 @@ struct InFlight {
     psns: u32,
     /// A READ: the PSN of the response expected next.
     next_psn: u32,
-    /// A READ: the responses after a gap that arrived since `next_psn` last moved.
-    beyond_gap: u32,
+    /// A READ: the requests sent for it, the first included.
+    asked: u32,
+    /// A READ: the responses that arrived and did not move `next_psn` on.
+    unmoved: u32,
 }
 
 impl InFlight {
@@ -499,7 +501,8 @@ pub(crate) fn start(
         first_psn,
         psns,
         next_psn: first_psn,
-        beyond_gap: 0,
+        asked: 1,
+        unmoved: 0,
     };
     if send_packets(dev, q, &ends, &f, first_psn, pmtu, wqe.solicited).is_err() {
         // Not even out of the host: sent again on the timeout like a lost packet.
@@ -528,7 +531,8 @@ pub(crate) fn done_in_turn(wr: &mut WireReq, wqe: &SendWqe, status: WcStatus) ->
         first_psn: psn,
         psns: 0,
         next_psn: psn,
-        beyond_gap: 0,
+        asked: 0,
+        unmoved: 0,
     })
 }
 
@@ -755,13 +759,16 @@ fn complete(
             let Some(Outgoing::Read { sink, .. }) = &f.out else {
                 return false;
             };
-            // In order only; a gap is made good by sending the request again. The responder
-            // answers that request only after the rest of the responses to the first one (a
-            // long READ's can take seconds), so each of those it sends is a sign of life that
-            // holds the timer off, as many as the READ has responses.
+            // In order only; a gap is made good by sending the request again. A responder
+            // answers its requests one after the other, each in full: the rest of the
+            // responses to an earlier request (beyond the gap) and, to a request sent again
+            // before those arrived, the responses from its PSN on, ones that arrived already
+            // among them. A long READ's can take seconds, longer than the timer, so each such
+            // response is a sign of life that holds the timer off, as many as the requests
+            // sent for the READ can have asked for.
             if psn != f.next_psn {
-                if psn_before(f.next_psn, psn) && f.beyond_gap < f.psns {
-                    f.beyond_gap += 1;
+                f.unmoved = f.unmoved.saturating_add(1);
+                if f.unmoved <= f.psns.saturating_mul(f.asked) {
                     wr.deadline = timeout_ns(attr).map(|t| now + t);
                 }
                 return false;
@@ -787,7 +794,6 @@ fn complete(
                 return retire_head(q, ci, wr, WcStatus::LocProtErr);
             }
             f.next_psn = psn.wrapping_add(1) & PSN_MASK;
-            f.beyond_gap = 0;
             if last {
                 return retire_head(q, ci, wr, WcStatus::Success);
             }
@@ -823,7 +829,10 @@ fn resend(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireR
         // A READ is asked again from the first response it misses (its responses arrive in
         // order), an atomic whole.
         let start = match f.out {
-            Some(Outgoing::Read { .. }) => f.next_psn,
+            Some(Outgoing::Read { .. }) => {
+                f.asked = f.asked.saturating_add(1);
+                f.next_psn
+            }
             _ if f.acked_by_ack() => from,
             _ => f.first_psn,
         };
