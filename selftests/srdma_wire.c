@@ -14,8 +14,8 @@
  *
  *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX [lossy [rxe] | longread]
  *
- * With "longread" it only reads 8 MiB from the peer (path MTU 1024: 8192 responses), for a
- * link that loses a few of them.
+ * With "longread" it only reads 4 MiB from the peer (path MTU 1024: 4096 responses), for a
+ * link that loses a few of them: each loss costs the rest of the READ again.
  *
  * With "lossy" (a link that loses, duplicates, reorders or corrupts packets) it sends only
  * 256 KiB of each opcode each way, and the batches of ATOMIC WRITEs (whose duplicates the
@@ -430,7 +430,7 @@ static void long_read(void)
 		result(0, "long READ: an RC QP on each device, connected");
 		return;
 	}
-	transfer(&ends[0], s, &ends[1], p, IBV_WR_RDMA_READ, BIG);
+	transfer(&ends[0], s, &ends[1], p, IBV_WR_RDMA_READ, BIG / 2);
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
 }
