@@ -30,6 +30,12 @@ timer with all its retries) and only then the missing one and those after it. Pr
 READ requests the target sent ("requests PSN,PSN,...", relative to its first), then the
 target's "read STATUS BYTES" and last line.
 
+    srdma_forge.py stale SRC_IP DST_IP TARGET_COMMAND...
+
+does the same up to the pause, then sends the first response again and again and nothing
+else; prints "stale SECONDS" (how long until the target gave up, at most 50), then the
+target's lines as above.
+
     srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
 
 sends RDMA ATOMIC WRITEs to targets run with TARGET_COMMAND: an honest one, its duplicate with
@@ -48,7 +54,7 @@ import sys
 import time
 import zlib
 
-TARGET_MODES = ("read", "replay", "atomic_write")
+TARGET_MODES = ("read", "replay", "stale", "atomic_write")
 MODE = sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 if MODE in TARGET_MODES:
     SRC, DST, TARGET = sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -136,26 +142,34 @@ def sent_pkts():
         return int(f.read())
 
 
-def answers(rx, secs):
-    """The answers to OUR_QPN that arrive within secs: [(opcode, psn, syndrome, payload)], the
-    syndrome None for a READ RESPONSE MIDDLE (no AETH)."""
-    got = []
+def arrivals(rx, secs):
+    """The RoCEv2 packets from DST to OUR_QPN that arrive within secs, one at a time as they
+    come: (opcode, flags, psn, transport headers and payload with the ICRC)."""
     end = time.time() + secs
     while time.time() < end:
         if not select.select([rx], [], [], max(0, end - time.time()))[0]:
-            break
+            return
         pkt = rx.recv(65536)
         ihl = (pkt[0] & 0xF) * 4
         if socket.inet_ntoa(pkt[12:16]) != DST or struct.unpack("!H", pkt[ihl + 2:ihl + 4])[0] != 4791:
             continue
         t = pkt[ihl + 8:]
         opcode, flags, _pkey, qpn, psn = struct.unpack("!BBHII", t[:12])
-        if opcode not in ANSWERS or qpn & 0xFFFFFF != OUR_QPN:
+        if qpn & 0xFFFFFF == OUR_QPN:
+            yield opcode, flags, psn & 0xFFFFFF, t
+
+
+def answers(rx, secs):
+    """The answers to OUR_QPN that arrive within secs: [(opcode, psn, syndrome, payload)], the
+    syndrome None for a READ RESPONSE MIDDLE (no AETH)."""
+    got = []
+    for opcode, flags, psn, t in arrivals(rx, secs):
+        if opcode not in ANSWERS:
             continue
         syndrome = None if opcode == 0x0E else t[12]
         hdr = 12 + (0 if syndrome is None else 4)
         pad = (flags >> 4) & 3
-        got.append((opcode, psn & 0xFFFFFF, syndrome, t[hdr:len(t) - 4 - pad]))
+        got.append((opcode, psn, syndrome, t[hdr:len(t) - 4 - pad]))
     return got
 
 
@@ -217,21 +231,14 @@ def read_main():
 
 
 def read_requests(rx, secs, first=False):
-    """The READ requests from DST to OUR_QPN that arrive within secs: [(psn, va, rkey, len)];
-    with first, only the first of them, as soon as it arrives."""
+    """The READ requests to OUR_QPN that arrive within secs: [(psn, va, rkey, len)]; with
+    first, only the first of them, as soon as it arrives."""
     got = []
-    end = time.time() + secs
-    while time.time() < end and not (first and got):
-        if not select.select([rx], [], [], max(0, end - time.time()))[0]:
-            break
-        pkt = rx.recv(65536)
-        ihl = (pkt[0] & 0xF) * 4
-        if socket.inet_ntoa(pkt[12:16]) != DST or struct.unpack("!H", pkt[ihl + 2:ihl + 4])[0] != 4791:
-            continue
-        t = pkt[ihl + 8:]
-        opcode, _flags, _pkey, qpn, psn = struct.unpack("!BBHII", t[:12])
-        if opcode == RC_READ_REQUEST and qpn & 0xFFFFFF == OUR_QPN:
-            got.append((psn & 0xFFFFFF,) + struct.unpack("!QII", t[12:28]))
+    for opcode, _flags, psn, t in arrivals(rx, secs):
+        if opcode == RC_READ_REQUEST:
+            got.append((psn,) + struct.unpack("!QII", t[12:28]))
+            if first:
+                break
     return got
 
 
@@ -261,6 +268,17 @@ def replay_main():
     respond(0, RC_READ_FIRST)
     for i in range(1, resent_from):
         respond(i)
+    if MODE == "stale":
+        # Hostile: response 0 again and again, each 20 ms, never the rest. The target gives up
+        # once the responses the requests it sent can ask for are spent (about 12 s).
+        t0 = time.time()
+        while not select.select([target.proc.stdout], [], [], 0.02)[0] and time.time() < t0 + 50:
+            respond(0, RC_READ_FIRST)
+        print("stale %d" % (time.time() - t0), flush=True)
+        print(target.proc.stdout.readline().strip() or "read - -", flush=True)
+        out = target.finish()
+        print(out[-1] if out else "target printed nothing", flush=True)
+        return
     # Silent for longer than the target's timeout (268 ms): it asks again from `resent_from`.
     got += read_requests(rx, 0.6)
     for i in list(range(resent_from, gap)) + list(range(gap + 1, n - 1)):
@@ -381,7 +399,7 @@ def main():
 
 if MODE == "read":
     read_main()
-elif MODE == "replay":
+elif MODE in ("replay", "stale"):
     replay_main()
 elif MODE == "atomic_write":
     atomic_write_main()

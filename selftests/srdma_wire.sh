@@ -186,6 +186,16 @@ if prog srdma_target; then
 	check "it was asked again from the first missing response" eval \
 		'answer requests | grep -q ",10\(,\|$\)"'
 	check_eq "the QP stays in RTS" "3" "$(answer state)"
+	# A hostile responder that repeats one response for ever holds the READ only as long as
+	# the requests it sent can ask for responses: then it fails.
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" stale "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	[ -n "$(answer read)" ] || diag "forger: $(cat "$out_f")"
+	check "a READ answered with one old response for ever: gives up (after $(answer stale) s)" \
+		test "$(answer stale)" -lt 50
+	check_eq "it fails with RETRY_EXC_ERR" "transport retry counter exceeded wrong" \
+		"$(answer read)"
+	check_eq "its QP is in the error state" "6" "$(answer state)"
 	rm -f "$out_f"
 fi
 ip addr del "$FORGE_IP/24" dev "$R"
