@@ -70,8 +70,8 @@ void *rust_helper_vmalloc_user_account(unsigned long size)
  * source and destination in one page (an RDMA WRITE to the memory it is sent from), so one
  * page is mapped once and the copy is a memmove.
  */
-void rust_helper_rdma_copy_page(struct page *dst, size_t dst_off, struct page *src,
-				size_t src_off, size_t len)
+static inline void rdma_copy_page_part(struct page *dst, size_t dst_off, struct page *src,
+				       size_t src_off, size_t len)
 {
 	char *d, *s;
 
@@ -86,6 +86,39 @@ void rust_helper_rdma_copy_page(struct page *dst, size_t dst_off, struct page *s
 	memcpy(d + dst_off, s + src_off, len);
 	kunmap_local(s);
 	kunmap_local(d);
+}
+
+void rust_helper_rdma_copy_page(struct page *dst, size_t dst_off, struct page *src,
+				size_t src_off, size_t len)
+{
+	rdma_copy_page_part(dst, dst_off, src, src_off, len);
+}
+
+/*
+ * Copies len bytes from byte src_off of the run of pages src to byte dst_off of the run dst,
+ * in pieces that each lie in one page of either run: the loop over a long copy's pages stays
+ * here, one call for all of them. Both offsets are below PAGE_SIZE and both runs hold len bytes
+ * from them.
+ */
+void rust_helper_rdma_copy_pages(struct page *const *dst, size_t dst_off,
+				 struct page *const *src, size_t src_off, size_t len)
+{
+	while (len) {
+		size_t n = min3(len, PAGE_SIZE - dst_off, PAGE_SIZE - src_off);
+
+		rdma_copy_page_part(*dst, dst_off, *src, src_off, n);
+		len -= n;
+		dst_off += n;
+		src_off += n;
+		if (dst_off == PAGE_SIZE) {
+			dst++;
+			dst_off = 0;
+		}
+		if (src_off == PAGE_SIZE) {
+			src++;
+			src_off = 0;
+		}
+	}
 }
 
 /*

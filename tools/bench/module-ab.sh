@@ -3,7 +3,8 @@
 # What a build-time choice of the module costs: runs in the VM and loads, in turn, the built
 # srdma.ko of the booted kernel ("built") and the modules named on the command line
 # (LABEL=PATH), ROUNDS rounds each (3, `env ROUNDS=5` in the VM command), and prints
-# perftest's figures for all, pinned as `make bench` pins them. Measure on the bench kernel.
+# perftest's figures for all, pinned as `make bench` pins them: the runs TESTS names (`env
+# TESTS="write_bw1M send_bw1M"`; the table below). Measure on the bench kernel.
 # What the tracepoints cost when off, against a module whose events fire nothing:
 #   SRDMA_NO_TRACE_EVENTS=1 make bench-kernel
 #   cp "$SRDMA_BENCH_BUILD/drivers/infiniband/sw/srdma/srdma.ko" /tmp/srdma-notrace.ko
@@ -32,6 +33,18 @@ run() {
 	wait
 	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1 | awk -v p=$p '{ if (p ~ /lat/) print $5; else print $4 }'
 }
+# The runs, by name; TESTS (environment) picks some, in order.
+declare -A runs=(
+	[send_lat8]="ib_send_lat -s 8 -n 3000"
+	[write_lat8]="ib_write_lat -s 8 -n 3000"
+	[send_bw64]="ib_send_bw -s 64 -n 5000"
+	[write_bw64_l32]="ib_write_bw -s 64 -n 40960 -l 32 -Q 32"
+	[write_bw64K]="ib_write_bw -s 65536 -n 2000"
+	[send_bw1M]="ib_send_bw -s 1048576 -n 200"
+	[write_bw1M]="ib_write_bw -s 1048576 -n 200"
+	[read_bw1M]="ib_read_bw -s 1048576 -n 200"
+)
+tests=${TESTS:-"send_lat8 write_lat8 send_bw64 write_bw64_l32 write_bw64K"}
 mods=("built=$SRDMA_BUILD/drivers/infiniband/sw/srdma/srdma.ko" "$@")
 for round in $(seq "${ROUNDS:-3}"); do
 # Odd rounds in the order given, even rounds reversed: what the position in a round does to the
@@ -45,10 +58,11 @@ for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
 	pair
-	echo "$mod round $round: send_lat8 $(run ib_send_lat -s 8 -n 3000)" \
-		"write_lat8 $(run ib_write_lat -s 8 -n 3000) send_bw64 $(run ib_send_bw -s 64 -n 5000)" \
-		"write_bw64_l32 $(run ib_write_bw -s 64 -n 40960 -l 32 -Q 32)" \
-		"write_bw64K $(run ib_write_bw -s 65536 -n 2000)"
+	line="$mod round $round:"
+	for t in $tests; do
+		line+=" $t $(run ${runs[$t]:?"no test $t (module-ab.sh names them)"})"
+	done
+	echo "$line"
 	srdma_pair_cleanup
 	rmmod srdma
 done

@@ -8,7 +8,7 @@
 use super::{
     device::Device,
     driver::{Adapter, Driver},
-    pages::PageSlice,
+    pages::{PageRun, PageSlice},
     pd::Pd,
     ucontext::User,
 };
@@ -151,6 +151,22 @@ impl Umem {
         // SAFETY: The page is pinned for as long as the umem lives (type invariant), which the
         // slice borrows, and for writing if `writable`.
         unsafe { PageSlice::new(page, in_page, len, self.writable) }
+    }
+
+    /// The bytes from byte `offset` of the umem, at most `n` of them, as one run of pages;
+    /// `None` if `offset` is not in the umem.
+    pub fn run(&self, offset: usize, n: usize) -> Option<PageRun<'_>> {
+        if offset >= self.len {
+            return None;
+        }
+        let n = n.min(self.len - offset);
+        let pos = self.offset.checked_add(offset)?;
+        let first = pos / PAGE_SIZE;
+        let end = pos.checked_add(n)?.div_ceil(PAGE_SIZE);
+        let pages = self.pages.get(first..end)?;
+        // SAFETY: The pages are pinned for as long as the umem lives (type invariant), which the
+        // run borrows, and for writing if `writable`.
+        unsafe { PageRun::new(pages, pos % PAGE_SIZE, n, self.writable) }
     }
 
     /// Calls `f(slice, range)` for each page's part of the `n` bytes at byte `offset`, `range`

@@ -5,10 +5,10 @@
 //! A software RDMA device moves a message from the pages one registration names to the pages
 //! another names, as a NIC's DMA engine would. A [`PageSlice`] is part of one page, borrowed
 //! from what keeps that page for the device: the pin of a [`Umem`](super::mr::Umem), or the
-//! kernel caller that lent a [`KernelBuf`](super::mr::KernelBuf). [`copy`] moves bytes between
-//! two slices with a single copy through temporary kernel mappings; the bytes never pass
-//! through a Rust reference, so a process writing its pages meanwhile changes only what it
-//! reads back.
+//! kernel caller that lent a [`KernelBuf`](super::mr::KernelBuf); a [`PageRun`] is a stretch of
+//! a umem's pages. [`copy`] moves bytes between two slices and [`copy_run`] between two runs,
+//! with a single copy through temporary kernel mappings; the bytes never pass through a Rust
+//! reference, so a process writing its pages meanwhile changes only what it reads back.
 //!
 //! C header: [`include/linux/highmem.h`](srctree/include/linux/highmem.h).
 
@@ -163,6 +163,85 @@ impl PageSlice<'_> {
         // buffer may read it, and the device may read the page (type invariant).
         unsafe { skb.append_page(self.page.as_ptr(), offset, n) }
     }
+}
+
+/// `len` bytes from byte `offset` of the first page of a run of pages that stay the device's for
+/// `'a`: a stretch of pinned memory across pages, copied with one call for all of them
+/// ([`copy_run`]) where a [`PageSlice`] would take a call per page.
+///
+/// # Invariants
+///
+/// Every page in `pages` is a valid page that its owner keeps (pinned) for `'a`,
+/// `offset < PAGE_SIZE` and `offset + len <= pages.len() * PAGE_SIZE`; the pages may be written
+/// only if `writable`.
+pub struct PageRun<'a> {
+    pages: &'a [*mut bindings::page],
+    offset: usize,
+    len: usize,
+    writable: bool,
+}
+
+impl<'a> PageRun<'a> {
+    /// Makes the run of `len` bytes from byte `offset` of the first of `pages`; `None` if the
+    /// offset is not in the first page or the bytes leave the last.
+    ///
+    /// # Safety
+    ///
+    /// Every entry of `pages` is a valid page that stays allocated, and may be read by the device
+    /// (and written, if `writable`), for `'a`.
+    pub(crate) unsafe fn new(
+        pages: &'a [*mut bindings::page],
+        offset: usize,
+        len: usize,
+        writable: bool,
+    ) -> Option<Self> {
+        if offset >= PAGE_SIZE || offset.checked_add(len)? > pages.len().checked_mul(PAGE_SIZE)? {
+            return None;
+        }
+        // INVARIANT: The bytes lie in the pages (checked); the rest is the caller's guarantee.
+        Some(Self {
+            pages,
+            offset,
+            len,
+            writable,
+        })
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the run holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Copies the first `n` bytes of `src` to the first `n` bytes of `dst`: `EFAULT` if either is
+/// shorter, `EPERM` if `dst` may not be written. The runs may share pages; bytes are copied in
+/// ascending order, a page's part at a time.
+pub fn copy_run(dst: &PageRun<'_>, src: &PageRun<'_>, n: usize) -> Result {
+    if !dst.writable {
+        return Err(EPERM);
+    }
+    if n > dst.len || n > src.len {
+        return Err(EFAULT);
+    }
+    // SAFETY: Every page of both runs is valid and the device's for the borrows, `dst`'s to
+    // write (type invariants, checked above); both offsets lie in their first page and `n`
+    // bytes from them lie in their runs (type invariants and the check above), which is all
+    // the helper reaches.
+    unsafe {
+        bindings::rdma_copy_pages(
+            dst.pages.as_ptr(),
+            dst.offset,
+            src.pages.as_ptr(),
+            src.offset,
+            n,
+        )
+    };
+    Ok(())
 }
 
 /// Copies `n` bytes from byte `src_at` of `src` to byte `dst_at` of `dst`. Both may be parts of

@@ -20,7 +20,7 @@ use kernel::{
     prelude::*,
     rdma::{
         mr::{Access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
-        pages::PageSlice,
+        pages::{PageRun, PageSlice},
         pd::Pd,
         ucontext::User,
     },
@@ -69,6 +69,15 @@ impl MrMem {
     fn slice(&self, offset: usize, n: usize) -> Option<PageSlice<'_>> {
         match self {
             MrMem::User(umem) => umem.slice(offset, n),
+            MrMem::Kernel | MrMem::Fast(_) => None,
+        }
+    }
+
+    /// The bytes from byte `offset` of the MR, at most `n`, as one run of pages: pinned user
+    /// memory only.
+    fn run(&self, offset: usize, n: usize) -> Option<PageRun<'_>> {
+        match self {
+            MrMem::User(umem) => umem.run(offset, n),
             MrMem::Kernel | MrMem::Fast(_) => None,
         }
     }
@@ -217,6 +226,20 @@ impl<'a> Held<'a> {
             Target::Mr(mr) | Target::Window(mr, _) => mr.mem.slice(offset, n),
             Target::Fast(reg) => reg.slice(offset, n),
             Target::Kernel(buf) => buf.slice(offset, n),
+        }
+    }
+
+    /// The `n` bytes from byte `at` of the span as one run of pages, if they lie in pinned user
+    /// memory of an MR (directly or through a window), the memory most copies are between.
+    pub(crate) fn run(&self, at: usize, n: usize) -> Option<PageRun<'a>> {
+        let span = self.0;
+        if at.checked_add(n)? > span.len {
+            return None;
+        }
+        let offset = span.offset.checked_add(at)?;
+        match &span.target {
+            Target::Mr(mr) | Target::Window(mr, _) => mr.mem.run(offset, n),
+            Target::Null | Target::Fast(_) | Target::Kernel(_) => None,
         }
     }
 

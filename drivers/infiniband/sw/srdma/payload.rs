@@ -275,6 +275,11 @@ fn piece(
     }
     s.hold(Failed::Source, |src| {
         d.hold(Failed::Destination, |dst| {
+            if let (Some(from), Some(to)) = (src.run(s_at, n), dst.run(d_at, n)) {
+                if from.len() == n && to.len() == n {
+                    return pages::copy_run(&to, &from, n).map_err(|_| Failed::Destination);
+                }
+            }
             let mut done = 0;
             while done < n {
                 let from = src.slice(s_at + done, n - done).ok_or(Failed::Source)?;
