@@ -9,11 +9,15 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -271,6 +275,26 @@ static int kick(struct ibv_qp *q)
 	return write(q->context->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : -errno;
 }
 
+/*
+ * srdma's doorbell method (SRDMA_IB_METHOD_QP_DOORBELL of include/uapi/rdma/srdma-abi.h, whose
+ * one attribute is the QP's handle), an ioctl on fd; nattrs 0 leaves the handle out.
+ */
+static int doorbell(int fd, uint32_t handle, int nattrs)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attr;
+	} req = {
+		.hdr = { .length = sizeof(req), .object_id = UVERBS_OBJECT_QP,
+			 .method_id = 1U << UVERBS_ID_NS_SHIFT, .num_attrs = nattrs,
+			 .driver_id = 21 /* RDMA_DRIVER_SRDMA, newer than these headers */ },
+		.attr = { .attr_id = 1U << UVERBS_ID_NS_SHIFT, .flags = UVERBS_ATTR_F_MANDATORY,
+			  .data = handle },
+	};
+
+	return ioctl(fd, RDMA_VERBS_IOCTL, &req) ? -errno : 0;
+}
+
 struct worker { int sends, len; int ok; };
 
 static void *work(void *arg)
@@ -494,6 +518,41 @@ int main(int argc, char **argv)
 		free_pair(&p);
 		poll_n(cq[0], wc, 4);
 		poll_n(cq[1], wc, 4);
+	}
+
+	/*
+	 * The doorbell method, as the provider kicks: it reaches the QP its handle names in the
+	 * caller's context and nothing else.
+	 */
+	new_pair(&p, cq[0], cq[1]);
+	{
+		struct ibv_context *other = open_dev(devname[0]);
+		uint32_t handle = p.a->handle;
+		int ret;
+
+		snapshot(&s);
+		ret = doorbell(ctx[0]->cmd_fd, handle, 1);
+		expect(&s, "the doorbell method on a QP: one kick, no doorbell (an empty SQ)",
+		       "A:kicks=1", "A:doorbells=0", NULL);
+		result(!ret, "and it returned 0 (%d)", ret);
+		snapshot(&s);
+		ret = doorbell(ctx[0]->cmd_fd, cq[0]->handle, 1);
+		result(ret == -EINVAL, "the doorbell method on a CQ's handle: EINVAL (%d)", ret);
+		ret = doorbell(ctx[0]->cmd_fd, handle, 0);
+		result(ret == -EINVAL, "the doorbell method without a handle: EINVAL (%d)", ret);
+		ret = other ? doorbell(other->cmd_fd, handle, 1) : -1;
+		result(ret == -ENOENT,
+		       "the doorbell method in another context, with this QP's handle: ENOENT (%d)",
+		       ret);
+		ret = doorbell(ctx[0]->cmd_fd, 0x7fffffff, 1);
+		result(ret == -ENOENT, "the doorbell method on a handle never given: ENOENT (%d)",
+		       ret);
+		free_pair(&p);
+		ret = doorbell(ctx[0]->cmd_fd, handle, 1);
+		result(ret == -ENOENT, "the doorbell method on a destroyed QP: ENOENT (%d)", ret);
+		expect(&s, "and none of them kicked", "A:kicks=0", "B:kicks=0", NULL);
+		if (other)
+			ibv_close_device(other);
 	}
 
 	/* Threads and processes counting at once, with known totals. */

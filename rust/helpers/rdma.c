@@ -8,7 +8,11 @@
 #include <net/netlink.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/srdma-abi.h>
 #include <rdma/uverbs_ioctl.h>
+
+#define UVERBS_MODULE_NAME rdma_rust
+#include <rdma/uverbs_named_ioctl.h>
 
 struct ib_device *rust_helper_rdma_device_to_ibdev(struct device *device)
 {
@@ -200,3 +204,59 @@ void rust_helper_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start)
 {
 	nla_nest_cancel(msg, start);
 }
+
+/*
+ * A doorbell for user QPs as an ioctl: a driver method of the QP object, RDMA_DOORBELL_METHOD,
+ * whose one attribute, RDMA_DOORBELL_ATTR_HANDLE, is the QP's handle. It calls the driver's
+ * post_send with no work request, as the write command POST_SEND with an empty list does, but
+ * without that command's allocation and copies; the ioctl's attribute bundle is on the stack
+ * and the QP's uobject is held for reading, as POST_SEND holds it. Both IDs are the first of
+ * the driver name space, so a driver's ABI header names them.
+ */
+/*
+ * bindgen needs only the prototype of the helper below, and its libclang crashes on the
+ * method tree's initialisers.
+ */
+#ifndef __BINDGEN__
+enum {
+	RDMA_DOORBELL_METHOD = UVERBS_ID_DRIVER_NS,
+};
+
+enum {
+	RDMA_DOORBELL_ATTR_HANDLE = UVERBS_ID_DRIVER_NS,
+};
+
+/* The only driver that has the method so far; its ABI header names the IDs. */
+static_assert(SRDMA_IB_METHOD_QP_DOORBELL == RDMA_DOORBELL_METHOD);
+static_assert(SRDMA_IB_ATTR_QP_DOORBELL_HANDLE == RDMA_DOORBELL_ATTR_HANDLE);
+
+static int UVERBS_HANDLER(RDMA_DOORBELL_METHOD)(struct uverbs_attr_bundle *attrs)
+{
+	struct ib_qp *qp = uverbs_attr_get_obj(attrs, RDMA_DOORBELL_ATTR_HANDLE);
+	const struct ib_send_wr *bad_wr;
+
+	if (IS_ERR(qp))
+		return PTR_ERR(qp);
+	return qp->device->ops.post_send(qp->real_qp, NULL, &bad_wr);
+}
+
+DECLARE_UVERBS_NAMED_METHOD(RDMA_DOORBELL_METHOD,
+			    UVERBS_ATTR_IDR(RDMA_DOORBELL_ATTR_HANDLE, UVERBS_OBJECT_QP,
+					    UVERBS_ACCESS_READ, UA_MANDATORY));
+
+ADD_UVERBS_METHODS(rdma_doorbell_qp, UVERBS_OBJECT_QP, &UVERBS_METHOD(RDMA_DOORBELL_METHOD));
+
+static const struct uapi_definition rdma_doorbell_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &rdma_doorbell_qp),
+	{},
+};
+
+/* The doorbell method's definition, for ib_device.driver_def. */
+const struct uapi_definition *rust_helper_rdma_doorbell_defs(void)
+{
+	return rdma_doorbell_defs;
+}
+#else
+const struct uapi_definition *rust_helper_rdma_doorbell_defs(void);
+#endif
+

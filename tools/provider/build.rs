@@ -16,8 +16,10 @@ fn main() {
     let bindings = bindgen::Builder::default()
         .header("wrapper.h")
         .clang_arg(format!("-I{}", uapi.display()))
-        .allowlist_type("ibv_.*|ib_uverbs_.*|srdma_.*|verbs_context|_compat_ibv_port_attr")
-        .allowlist_var("SRDMA_.*|IBV_.*|IB_USER_VERBS_.*")
+        .allowlist_type(
+            "ibv_.*|ib_uverbs_.*|srdma_.*|uverbs_default_objects|verbs_context|_compat_ibv_port_attr",
+        )
+        .allowlist_var("SRDMA_.*|IBV_.*|IB_USER_VERBS_.*|UVERBS_ATTR_F_MANDATORY|RDMA_IOCTL_MAGIC")
         .allowlist_function("ibv_(query_gid|query_gid_type)")
         .derive_default(true)
         .layout_tests(true)

@@ -10,6 +10,7 @@
 #define SRDMA_ABI_USER_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 /* Bumped on any incompatible change; the provider accepts exactly this version. */
 #define SRDMA_ABI_VERSION 1
@@ -60,8 +61,10 @@ struct srdma_db_loc {
 
 /*
  * Doorbell modes: how the kernel learns of new send work of a context.
- * KICK: after storing an SQ producer index the provider issues an empty post_send command (the
- *       kick), and the kernel processes the SQ in that syscall.
+ * KICK: after storing an SQ producer index the provider rings the QP's doorbell with a syscall
+ *       (the kick), and the kernel processes the SQ in that syscall. The kick is the ioctl
+ *       method SRDMA_IB_METHOD_QP_DOORBELL of UVERBS_OBJECT_QP, or, where the driver does not
+ *       have it (EPROTONOSUPPORT), an empty post_send command.
  * POLL: a kernel poller watches the doorbell records of the context's QPs. Before it sleeps it
  *       sets SRDMA_CTX_NEED_WAKEUP in the context record, then looks at the doorbells once more;
  *       the provider stores the producer index, issues a full barrier, and kicks only if it
@@ -69,6 +72,15 @@ struct srdma_db_loc {
  */
 #define SRDMA_DB_MODE_KICK	0
 #define SRDMA_DB_MODE_POLL	1
+
+/* The doorbell of a user QP as an ioctl: a method of UVERBS_OBJECT_QP, no response. */
+enum srdma_ib_qp_methods {
+	SRDMA_IB_METHOD_QP_DOORBELL = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum srdma_ib_qp_doorbell_attrs {
+	SRDMA_IB_ATTR_QP_DOORBELL_HANDLE = (1U << UVERBS_ID_NS_SHIFT),	/* the QP, for reading */
+};
 
 /* The context record (a doorbell record of the context, in poll mode). */
 struct srdma_ctx_db {

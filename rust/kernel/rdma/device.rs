@@ -121,10 +121,12 @@ impl<T: Driver> Device<T> {
             (*ibdev).node_type = T::NODE_TYPE as u8;
             (*ibdev).phys_port_cnt = 1;
             (*ibdev).num_comp_vectors = 1;
-            // The legacy write command that a doorbell kick uses is off by default.
+            // A doorbell kick of a user QP is either the doorbell method (an ioctl) or the
+            // legacy write command POST_SEND with no work request, which is off by default.
             if T::HAS_POST_SEND_USER {
                 (*ibdev).uverbs_cmd_mask |=
                     1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+                (*ibdev).driver_def = bindings::rdma_doorbell_defs().cast_mut();
             }
         }
         // INVARIANT: The header and the data are initialised and the ops are `Adapter<T>`'s.

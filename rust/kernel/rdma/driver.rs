@@ -237,7 +237,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// Processes the work a process queued in the send queue of a user QP, after it rang the
-    /// doorbell (`post_send` with no work requests, the software "doorbell kick").
+    /// doorbell (the software "doorbell kick"): the driver method of the QP object whose method
+    /// and only attribute (the QP's handle) both have the first ID of the driver name space
+    /// (`UVERBS_ID_DRIVER_NS`), or the write command `POST_SEND` with no work request. A driver
+    /// that implements this has both.
     fn post_send_user(_qp: &Qp<Self>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }

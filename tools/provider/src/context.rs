@@ -24,6 +24,8 @@ pub struct ContextState {
     db_pages: Mutex<Vec<(u64, usize)>>,
     /// The address of the context record in doorbell mode "poll"; 0 in mode "kick".
     pub ctx_db: usize,
+    /// How a kick reaches the kernel.
+    pub doorbell: crate::doorbell::Doorbell,
 }
 
 #[repr(C)]
@@ -184,6 +186,7 @@ pub unsafe extern "C" fn alloc_context(
         abi: resp.drv,
         db_pages: Mutex::new(Vec::new()),
         ctx_db: 0,
+        doorbell: crate::doorbell::Doorbell::default(),
     };
     // SAFETY: The state field is zeroed memory that we initialise once.
     unsafe { addr_of_mut!((*base).state).write(ManuallyDrop::new(state)) };

@@ -1,17 +1,15 @@
 //! The data path in userspace: WQEs are written straight into the mapped rings, the producer
-//! index into the doorbell record; sends then ring the kernel with an empty post_send command
-//! (the doorbell kick). Completions are read from the mapped CQ ring without a syscall.
+//! index into the doorbell record; sends then ring the kernel with a system call (the doorbell
+//! kick, see `doorbell`). Completions are read from the mapped CQ ring without a syscall.
 #![allow(
     non_upper_case_globals,
     reason = "the verbs constants keep their C names"
 )]
 
 use crate::cq::SrdmaCq;
-use crate::driver::ibv_cmd_post_send;
 use crate::ffi::*;
 use crate::qp::SrdmaQp;
 use crate::wqe::{self, SqWqe};
-use core::ptr::null_mut;
 use core::sync::atomic::{fence, AtomicU32, Ordering};
 use libc::c_int;
 
@@ -206,7 +204,7 @@ pub(crate) unsafe extern "C" fn post_send(
 }
 
 /// Publishes the SQ producer index `pi` and tells the kernel: in doorbell mode "kick" always
-/// with the empty post_send command, in mode "poll" only when the poller sleeps.
+/// (the doorbell method), in mode "poll" only when the poller sleeps.
 ///
 /// # Safety
 ///
@@ -225,9 +223,8 @@ pub(crate) unsafe fn ring_doorbell(ibqp: *mut ibv_qp, db_pi: &AtomicU32, pi: u32
             return 0;
         }
     }
-    let mut bad = null_mut();
-    // SAFETY: An empty post_send command is the doorbell kick.
-    unsafe { ibv_cmd_post_send(ibqp, null_mut(), &mut bad) }
+    // SAFETY: `ibqp` is a QP of ours, of this context.
+    unsafe { ctx.state.doorbell.kick(ibqp) }
 }
 
 /// Writes receive WQEs into a receive ring (of a QP or an SRQ) and publishes the producer

@@ -10,6 +10,7 @@ pub mod context;
 pub mod cq;
 pub mod cq_ex;
 pub mod datapath;
+pub mod doorbell;
 pub mod driver;
 pub mod ffi;
 pub mod lock;
