@@ -211,11 +211,8 @@ void rust_helper_nla_nest_cancel(struct sk_buff *msg, struct nlattr *start)
  * post_send with no work request, as the write command POST_SEND with an empty list does, but
  * without that command's allocation and copies; the ioctl's attribute bundle is on the stack
  * and the QP's uobject is held for reading, as POST_SEND holds it. Both IDs are the first of
- * the driver name space, so a driver's ABI header names them.
- */
-/*
- * bindgen needs only the prototype of the helper below, and its libclang crashes on the
- * method tree's initialisers.
+ * the driver name space, so a driver's ABI header names them. bindgen sees only the helper's
+ * prototype: its libclang crashes on the method tree's initialisers.
  */
 #ifndef __BINDGEN__
 enum {
@@ -259,4 +256,3 @@ const struct uapi_definition *rust_helper_rdma_doorbell_defs(void)
 #else
 const struct uapi_definition *rust_helper_rdma_doorbell_defs(void);
 #endif
-
