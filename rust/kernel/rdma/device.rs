@@ -122,7 +122,9 @@ impl<T: Driver> Device<T> {
             (*ibdev).phys_port_cnt = 1;
             (*ibdev).num_comp_vectors = 1;
             // A doorbell kick of a user QP is either the doorbell method (an ioctl) or the
-            // legacy write command POST_SEND with no work request, which is off by default.
+            // legacy write command POST_SEND with no work request, which is off by default. The
+            // method's definition is a static table of the helpers, never written, which
+            // ib_uverbs reads while the device lives.
             if T::HAS_POST_SEND_USER {
                 (*ibdev).uverbs_cmd_mask |=
                     1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
