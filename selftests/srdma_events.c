@@ -363,7 +363,7 @@ static void rnr_timer_resolution(void)
 		ok = took[r] >= 0 && base[r] >= 0;
 		added[r] = (took[r] - base[r]) / RETRIES;
 	}
-	result(ok, "rnr_retry %d with a 240 us and a 10 us timer: RNR_RETRY_EXC_ERR after the retries",
+	result(ok, "rnr_retry %d, 240 us and 10 us timers: RNR_RETRY_EXC_ERR after the retries",
 	       RETRIES);
 	qsort(took, r, sizeof(took[0]), cmp_ll);
 	qsort(base, r, sizeof(base[0]), cmp_ll);
