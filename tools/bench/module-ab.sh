@@ -14,24 +14,15 @@
 # What counting costs: the same with the counters' adds compiled out, by building with
 # tools/bench/no-counting.patch applied (`git apply`, and `git apply -R` after the copy).
 [ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
-# The kselftests' helpers, as `make ktest` installed them.
-. "${SRDMA_KSELFTEST:?no SRDMA_KSELFTEST: run through tools/vm/run.sh}/lib.sh"
+. "$(dirname "$0")/pair.sh"
 # What srdma.ko needs (ib_uverbs, the UDP tunnel) is loaded once; insmod does not resolve it.
 modprobe srdma && rmmod srdma
 port=19500
-pair() {
-	srdma_pair
-	wait_for 10 has_gid srdma_a "$(ipv4_gid 10.51.0.1)"
-	wait_for 10 has_gid srdma_b "$(ipv4_gid 10.51.0.2)"
-	ga=$(gid_index srdma_a "$(ipv4_gid 10.51.0.1)") gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
-}
+# Prints the typical latency (µs) of a latency test, else the average bandwidth (MB/s).
 run() {
-	local p=$1; shift; port=$((port + 1))
-	timeout 120 taskset -c 0 $p -F -d srdma_a -x "$ga" -p $port "$@" > /tmp/srv.log 2>&1 &
-	wait_for 10 tcp_listening $port
-	timeout 110 taskset -c 1 $p -F -d srdma_b -x "$gb" -p $port "$@" 10.51.0.1 > /tmp/cli.log 2>&1
-	wait
-	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1 | awk -v p=$p '{ if (p ~ /lat/) print $5; else print $4 }'
+	local p=$1
+	port=$((port + 1))
+	bench_perftest $port "$@" | awk -v p="$p" '{ if (p ~ /lat/) print $5; else print $4 }'
 }
 # The runs, by name; TESTS (environment) picks some, in order.
 declare -A runs=(
@@ -57,7 +48,7 @@ fi
 for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
-	pair
+	bench_pair
 	line="$mod round $round:"
 	for t in $tests; do
 		line+=" $t $(run ${runs[$t]:?"no test $t (module-ab.sh names them)"})"

@@ -12,26 +12,15 @@
 # Measure on the bench kernel:
 #   SRDMA_BUILD=$SRDMA_BENCH_BUILD tools/vm/run.sh --append tsc=reliable -- \
 #       env SIZE=1048576 ITERS=1000 "$PWD/tools/bench/send-write.sh"
-. "${SRDMA_KSELFTEST:?no SRDMA_KSELFTEST: run through tools/vm/run.sh}/lib.sh"
+. "$(dirname "$0")/pair.sh"
 modprobe srdma
-srdma_pair
-wait_for 10 has_gid srdma_a "$(ipv4_gid 10.51.0.1)"
-wait_for 10 has_gid srdma_b "$(ipv4_gid 10.51.0.2)"
-ga=$(gid_index srdma_a "$(ipv4_gid 10.51.0.1)") gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
+bench_pair
 size=${SIZE:-8} iters=${ITERS:-20000} port=19600
-# Prints the client's average MB/s. Runs in a subshell ($(...)), so the port moves on by
-# the round and the run, not by a counter.
+# run PROG PORT ARGS...: prints the client's average MB/s.
 run() {
-	local p=$1 port=$2 srv
+	local p=$1 port=$2
 	shift 2
-	timeout 120 taskset -c 0 "$p" -F -d srdma_a -x "$ga" -p "$port" -s "$size" -n "$iters" \
-		"$@" > /tmp/srv.log 2>&1 &
-	srv=$!
-	wait_for 10 tcp_listening "$port"
-	timeout 110 taskset -c 1 "$p" -F -d srdma_b -x "$gb" -p "$port" -s "$size" -n "$iters" \
-		"$@" 10.51.0.1 > /tmp/cli.log 2>&1
-	wait "$srv"
-	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1 | awk '{ print $4 }'
+	bench_perftest "$port" "$p" -s "$size" -n "$iters" "$@" | awk '{ print $4 }'
 }
 # `run` with a busy loop on vCPU 0, the server's.
 spinning() {
