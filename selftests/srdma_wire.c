@@ -10,7 +10,9 @@
  *    of the destroyed QP completes, and the devices go on talking;
  *  - RDMA ATOMIC WRITEs (ibv_wr_atomic_write) both ways: 64 in one batch, more than the
  *    responder resources of the connection, each landing whole, and one to an unaligned
- *    address refused.
+ *    address refused;
+ *  - inline SENDs and RDMA WRITEs both ways, a batch of each, their source buffer overwritten
+ *    as soon as they are posted: what arrives, retransmissions included, is what was posted.
  *
  *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX [lossy [rxe] | longread]
  *
@@ -18,12 +20,12 @@
  * link that loses a few of them: each loss costs the rest of the READ again.
  *
  * With "lossy" (a link that loses, duplicates, reorders or corrupts packets) it sends only
- * 256 KiB of each opcode each way, and the batches of ATOMIC WRITEs (whose duplicates the
- * responders answer without writing again): both QPs stay until both ends have completed, so
- * that an acknowledgment lost at the end is sent again, where a program that exits at its
- * last completion leaves its peer retrying into nothing. "rxe" says the peer is rxe, whose
- * requester (Linux 6.12, req_retry()) sends a retried ATOMIC WRITE with a RETH virtual address
- * of 0, which any responder refuses: its lossy batch is skipped.
+ * 256 KiB of each opcode each way, the inline batches, and the batches of ATOMIC WRITEs
+ * (whose duplicates the responders answer without writing again): both QPs stay until both
+ * ends have completed, so that an acknowledgment lost at the end is sent again, where a
+ * program that exits at its last completion leaves its peer retrying into nothing. "rxe" says
+ * the peer is rxe, whose requester (Linux 6.12, req_retry()) sends a retried ATOMIC WRITE with
+ * a RETH virtual address of 0, which any responder refuses: its lossy batch is skipped.
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -233,6 +235,91 @@ static void test_messages(const size_t *lens, unsigned int n)
 		}
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
+}
+
+/* The inline batches: messages of each batch, and the slot each takes in a buffer. */
+#define INL_N 32
+#define INL_MAX 256
+
+/*
+ * A batch of INL_N inline messages of opcode op (SEND or RDMA WRITE), of 1 to INL_MAX bytes,
+ * from requester r (QP rq) to responder d (QP dq). Each source is overwritten once it is
+ * posted, as inline allows: the device must send what the WQE holds, also when it sends it
+ * again after a loss.
+ */
+static void inline_batch(struct end *r, struct ibv_qp *rq, struct end *d, struct ibv_qp *dq,
+			 enum ibv_wr_opcode op)
+{
+	const char *what = op == IBV_WR_SEND ? "SEND" : "WRITE";
+	char *want = malloc(INL_N * INL_MAX), *dst = d->buf + BIG;
+	int sent = 0, recvd = 0, bad = 0, ok = !!want;
+	double end = now() + WAIT_S;
+
+	memset(dst, 0, INL_N * INL_MAX);
+	for (int i = 0; ok && i < INL_N; i++) {
+		size_t len = 1 + (i * 37) % INL_MAX;
+		char *src = r->buf + i * INL_MAX;
+
+		fill(src, len);
+		memcpy(want + i * INL_MAX, src, len);
+		if (op == IBV_WR_SEND)
+			ok = !post_recv(dq, d, 100 + i, dst + i * INL_MAX, INL_MAX);
+		ok = ok && !post_send(rq, r, op, i, src, len, (uintptr_t)(dst + i * INL_MAX),
+				      d->mr->rkey, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+		memset(src, 0xa5, len);
+	}
+	while (ok && (sent < INL_N || (op == IBV_WR_SEND && recvd < INL_N)) && now() < end) {
+		struct ibv_wc wc;
+
+		if (ibv_poll_cq(r->cq, 1, &wc) == 1 && wc.qp_num == rq->qp_num) {
+			sent++;
+			bad += wc.status != IBV_WC_SUCCESS;
+		}
+		if (op == IBV_WR_SEND && ibv_poll_cq(d->cq, 1, &wc) == 1 &&
+		    wc.qp_num == dq->qp_num) {
+			recvd++;
+			bad += wc.status != IBV_WC_SUCCESS ||
+			       wc.byte_len != 1 + (wc.wr_id - 100) * 37 % INL_MAX;
+		}
+	}
+	for (int i = 0; ok && i < INL_N; i++)
+		bad += !!memcmp(dst + i * INL_MAX, want + i * INL_MAX, 1 + (i * 37) % INL_MAX);
+	result(ok && sent == INL_N && (op != IBV_WR_SEND || recvd == INL_N) && !bad,
+	       "%d inline %ss, %s -> %s: what was posted arrived, the source reused at once",
+	       INL_N, what, r->name, d->name);
+	if (!ok || bad)
+		printf("# posted %s, %d of %d sent, %d received, %d bad\n", ok ? "all" : "not all",
+		       sent, INL_N, recvd, bad);
+	free(want);
+}
+
+/* The inline batches each way, on QPs that take INL_MAX bytes inline. */
+static void inline_messages(void)
+{
+	struct ibv_qp *q[2];
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr ia = { .send_cq = ends[i].cq, .recv_cq = ends[i].cq,
+					       .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 64, .max_recv_wr = 64,
+							.max_send_sge = 1, .max_recv_sge = 1,
+							.max_inline_data = INL_MAX } };
+
+		q[i] = ibv_create_qp(ends[i].pd, &ia);
+	}
+	if (!q[0] || !q[1] ||
+	    connect_qp(q[0], &ends[0], &ends[1], q[1]->qp_num, 300, 400, 14) ||
+	    connect_qp(q[1], &ends[1], &ends[0], q[0]->qp_num, 400, 300, 14)) {
+		result(0, "inline: an RC QP on each device taking %d bytes inline, connected",
+		       INL_MAX);
+		return;
+	}
+	for (int op = 0; op < 2; op++)
+		for (int i = 0; i < 2; i++)
+			inline_batch(&ends[i], q[i], &ends[!i], q[!i],
+				     op ? IBV_WR_RDMA_WRITE : IBV_WR_SEND);
+	ibv_destroy_qp(q[0]);
+	ibv_destroy_qp(q[1]);
 }
 
 /*
@@ -463,12 +550,14 @@ int main(int argc, char **argv)
 		static const size_t lossy[] = { 256 << 10 };
 
 		test_messages(lossy, 1);
+		inline_messages();
 		atomic_write_both_ways(1, argc == 7);
 		tap_done();
 	}
 	static const size_t large[] = { 1 << 20, BIG };
 
 	test_messages(large, 2);
+	inline_messages();
 	reuse_after_reset();
 	destroy_in_flight();
 	atomic_write_both_ways(0, 0);
