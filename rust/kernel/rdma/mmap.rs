@@ -48,9 +48,10 @@ shared_atomic!(AtomicU8, AtomicU32, AtomicU64);
 ///
 /// `ptr` is a `vmalloc_user`-style (`VM_USERMAP`) allocation of `len` bytes (a multiple of
 /// the page size), owned by this value. Its contents may change at any time (userspace writes
-/// to it); the kernel only
-/// accesses them through atomics (never references or plain copies), so that concurrent
-/// writes from userspace are never a data race on the kernel's side.
+/// to it); the kernel only accesses them through atomics or through copies made in C (as
+/// [`copy_from_shared`](super::pages::copy_from_shared) does), never through references or
+/// plain Rust accesses, so that concurrent writes from userspace are never a data race on the
+/// kernel's side.
 pub struct SharedPages {
     ptr: NonNull<u8>,
     len: usize,
@@ -203,6 +204,14 @@ impl SharedPages {
 
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    /// The address of the `len` bytes at `offset`, for a copy made in C; `EINVAL` if they leave
+    /// the memory.
+    pub(crate) fn range(&self, offset: usize, len: usize) -> Result<*const u8> {
+        self.check(offset, len, 1)?;
+        // SAFETY: `offset + len <= self.len` (checked), so the result lies in the allocation.
+        Ok(unsafe { self.ptr.as_ptr().add(offset) })
     }
 }
 

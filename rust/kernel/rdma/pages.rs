@@ -12,6 +12,7 @@
 //!
 //! C header: [`include/linux/highmem.h`](srctree/include/linux/highmem.h).
 
+use super::mmap::SharedPages;
 use crate::{bindings, page::PAGE_SIZE, prelude::*};
 use core::{marker::PhantomData, ptr::NonNull};
 
@@ -241,6 +242,27 @@ pub fn copy_run(dst: &PageRun<'_>, src: &PageRun<'_>, n: usize) -> Result {
             n,
         )
     };
+    Ok(())
+}
+
+/// Copies `n` bytes from byte `src_at` of `src`, memory a process shares with the kernel (a
+/// ring), to byte `dst_at` of `dst`, once: `EINVAL` if they leave `src`, `EFAULT` if they leave
+/// `dst`, `EPERM` if `dst` may not be written. Bytes the process writes meanwhile come out old
+/// or new; either is only what it asked to send.
+pub fn copy_from_shared(
+    dst: &PageSlice<'_>,
+    dst_at: usize,
+    src: &SharedPages,
+    src_at: usize,
+    n: usize,
+) -> Result {
+    let d = dst.at_writable(dst_at, n)?;
+    let s = src.range(src_at, n)?;
+    // SAFETY: The page is valid and the device's to write for the borrow (type invariant,
+    // `at_writable`) and the range lies within it; `s` is `n` bytes of `src`'s allocation
+    // (`range`), which lives as long as the borrow of `src` and is read here in C only, as
+    // `SharedPages` allows.
+    unsafe { bindings::memcpy_to_page(dst.page.as_ptr(), d, s.cast(), n) };
     Ok(())
 }
 

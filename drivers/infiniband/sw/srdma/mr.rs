@@ -19,8 +19,9 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
+        mmap::SharedPages,
         mr::{Access, KernelBuf, Mr, MrCreated, SgMapper, Umem, UserRegion},
-        pages::{PageRun, PageSlice},
+        pages::{self, PageRun, PageSlice},
         pd::Pd,
         ucontext::User,
     },
@@ -156,14 +157,37 @@ impl Span {
 
     /// Copies `src` to byte `at` of the span.
     pub(crate) fn write(&self, at: usize, src: &[u8]) -> Result {
+        self.write_with(at, src.len(), |slice, r| slice.write(0, &src[r]))
+    }
+
+    /// Copies the `n` bytes from byte `src_at` of `src`, a ring its process may be writing, to
+    /// byte `at` of the span, with no copy in between.
+    pub(crate) fn write_shared(
+        &self,
+        at: usize,
+        src: &SharedPages,
+        src_at: usize,
+        n: usize,
+    ) -> Result {
+        self.write_with(at, n, |slice, r| {
+            pages::copy_from_shared(&slice, 0, src, src_at + r.start, r.len())
+        })
+    }
+
+    /// Calls `f(slice, range)` to write each page's part of the `n` bytes from byte `at`, as
+    /// [`Held::pieces`], with the memory held; for the null MR only checks that the bytes fit.
+    fn write_with(
+        &self,
+        at: usize,
+        n: usize,
+        f: impl FnMut(PageSlice<'_>, core::ops::Range<usize>) -> Result,
+    ) -> Result {
         if self.discards() {
-            return (at.checked_add(src.len()).ok_or(EFAULT)? <= self.len)
+            return (at.checked_add(n).ok_or(EFAULT)? <= self.len)
                 .then_some(())
                 .ok_or(EFAULT);
         }
-        self.hold(EFAULT, |held| {
-            held.pieces(at, src.len(), |slice, r| slice.write(0, &src[r]))
-        })
+        self.hold(EFAULT, |held| held.pieces(at, n, f))
     }
 
     /// Stores `value` in the aligned 8 bytes at byte `at` of the span in one store with release

@@ -5,17 +5,68 @@
 //! to `max_msg_sz` moves once and needs no kernel buffer.
 
 use crate::mr::Span;
-use kernel::{net::skb::SkBuff, prelude::*, rdma::pages};
+use kernel::{
+    net::skb::SkBuff,
+    prelude::*,
+    rdma::{mmap::SharedPages, pages},
+    sync::Arc,
+};
 
 /// The most bytes one step of a copy moves, holding what its spans hold.
 pub(crate) const CHUNK: usize = 64 * 1024;
 
 /// The bytes of a message, or the memory they go to, in order.
 pub(crate) enum Segments {
-    /// Bytes the kernel holds: an inline payload, a datagram with its GRH area.
-    Bytes(KVec<u8>),
+    /// An inline payload, where its process wrote it in its send queue.
+    Inline(InlineBytes),
     /// Memory that keys granted, one span after the other.
     Spans(SpanList),
+}
+
+/// `len` bytes from byte `at` of a ring: the inline payload of a WQE, read where it lies, as a
+/// NIC reads it.
+///
+/// The WQE's slot stays the device's until the WQE completes, so the bytes are the payload for
+/// as long as anything sends them, retransmissions included; a process that rewrites the slot
+/// meanwhile changes only what it sends.
+///
+/// # Invariants
+///
+/// `at + len <= mem.len()`.
+pub(crate) struct InlineBytes {
+    mem: Arc<SharedPages>,
+    at: usize,
+    len: usize,
+}
+
+impl InlineBytes {
+    /// The `len` bytes from byte `at` of `mem`; `None` if they leave it.
+    pub(crate) fn new(mem: &Arc<SharedPages>, at: usize, len: usize) -> Option<Self> {
+        if at.checked_add(len)? > mem.len() {
+            return None;
+        }
+        // INVARIANT: Checked above.
+        Some(Self {
+            mem: mem.clone(),
+            at,
+            len,
+        })
+    }
+
+    /// Copies the first `n` bytes to the `n` bytes from byte `to_at` of `to`, from the ring
+    /// straight into the destination's pages.
+    fn copy_to(&self, to: &Segments, to_at: usize, n: usize) -> Result<(), Failed> {
+        if n > self.len {
+            return Err(Failed::Source);
+        }
+        to.pieces(to_at, n, |piece, off, range| match piece {
+            Piece::Inline => Err(EFAULT),
+            Piece::Span(span) => {
+                span.write_shared(off, &self.mem, self.at + range.start, range.len())
+            }
+        })
+        .map_err(|_| Failed::Destination)
+    }
 }
 
 /// Spans of memory in order. Most work requests name one buffer, which needs no allocation.
@@ -78,7 +129,7 @@ impl Segments {
     /// The number of bytes.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Segments::Bytes(b) => b.len(),
+            Segments::Inline(bytes) => bytes.len,
             Segments::Spans(spans) => spans.iter().map(Span::len).sum(),
         }
     }
@@ -92,11 +143,11 @@ impl Segments {
     ) -> Result {
         let mut done = 0;
         match self {
-            Segments::Bytes(b) => {
-                if at.checked_add(n).ok_or(EFAULT)? > b.len() {
+            Segments::Inline(bytes) => {
+                if at.checked_add(n).ok_or(EFAULT)? > bytes.len {
                     return Err(EFAULT);
                 }
-                f(Piece::Bytes, at, 0..n)
+                f(Piece::Inline, at, 0..n)
             }
             Segments::Spans(spans) => {
                 for span in spans.iter() {
@@ -124,12 +175,11 @@ impl Segments {
     /// Copies the `dst.len()` bytes from byte `at` into `dst`.
     pub(crate) fn read(&self, at: usize, dst: &mut [u8]) -> Result {
         self.pieces(at, dst.len(), |piece, off, range| match piece {
-            Piece::Bytes => {
-                let Segments::Bytes(b) = self else {
+            Piece::Inline => {
+                let Segments::Inline(bytes) = self else {
                     return Err(EFAULT);
                 };
-                dst.copy_from_slice(&b[off..off + range.len()]);
-                Ok(())
+                bytes.mem.read(bytes.at + off, &mut dst[range])
             }
             Piece::Span(span) => span.read(off, &mut dst[range]),
         })
@@ -138,7 +188,7 @@ impl Segments {
     /// Copies `src` to byte `at`; only memory spans can be written.
     pub(crate) fn write(&self, at: usize, src: &[u8]) -> Result {
         self.pieces(at, src.len(), |piece, off, range| match piece {
-            Piece::Bytes => Err(EFAULT),
+            Piece::Inline => Err(EFAULT),
             Piece::Span(span) => span.write(off, &src[range]),
         })
     }
@@ -150,7 +200,7 @@ impl Segments {
     pub(crate) fn crc32(&self, at: usize, n: usize, mut crc: u32) -> Result<u32> {
         self.pieces(at, n, |piece, off, range| {
             crc = match piece {
-                Piece::Bytes => return Err(EOPNOTSUPP),
+                Piece::Inline => return Err(EOPNOTSUPP),
                 Piece::Span(span) => span.crc32(off, range.len(), crc)?,
             };
             Ok(())
@@ -159,11 +209,12 @@ impl Segments {
     }
 
     /// Appends the `n` bytes from byte `at` to `skb` as fragments that refer to the memory's
-    /// pages ([`Span::append_to`]); `EOPNOTSUPP` for bytes the kernel holds, or memory that
-    /// cannot go that way. On failure the buffer may hold part of them.
+    /// pages ([`Span::append_to`]); `EOPNOTSUPP` for an inline payload (its ring is no page a
+    /// buffer can hold), or memory that cannot go that way. On failure the buffer may hold part
+    /// of them.
     pub(crate) fn append_to(&self, at: usize, n: usize, skb: &mut SkBuff) -> Result {
         self.pieces(at, n, |piece, off, range| match piece {
-            Piece::Bytes => Err(EOPNOTSUPP),
+            Piece::Inline => Err(EOPNOTSUPP),
             Piece::Span(span) => span.append_to(off, range.len(), skb),
         })
     }
@@ -171,12 +222,12 @@ impl Segments {
 
 /// One piece of [`Segments`] that a copy step touches.
 enum Piece<'a> {
-    Bytes,
+    Inline,
     Span(&'a Span),
 }
 
-/// Copies the first `n` bytes of `from` to the first `n` bytes of `to`, once: from the
-/// kernel's bytes or from the source pages straight into the destination pages.
+/// Copies the first `n` bytes of `from` to the first `n` bytes of `to`, once: from the ring
+/// or from the source pages straight into the destination pages.
 pub(crate) fn copy(from: &Segments, to: &Segments, n: usize) -> core::result::Result<(), Failed> {
     copy_to(from, to, 0, n)
 }
@@ -192,12 +243,9 @@ pub(crate) fn copy_to(
         return Ok(());
     }
     match (from, to) {
-        (Segments::Bytes(b), _) => {
-            let src = b.get(..n).ok_or(Failed::Source)?;
-            to.write(to_at, src).map_err(|_| Failed::Destination)
-        }
+        (Segments::Inline(bytes), _) => bytes.copy_to(to, to_at, n),
         (Segments::Spans(from), Segments::Spans(to)) => copy_spans(from, to, to_at, n),
-        (_, Segments::Bytes(_)) => Err(Failed::Destination),
+        (_, Segments::Inline(_)) => Err(Failed::Destination),
     }
 }
 

@@ -4,13 +4,15 @@
 //! and checked there against what the queue was created for.
 //!
 //! A ring is memory its process writes at any time, so nothing here trusts what it read
-//! before: each field is copied once and each index is bounded by the ring's geometry.
+//! before: each field is copied once and each index is bounded by the ring's geometry. An
+//! inline payload is no field: nothing is decided on its bytes, so they stay in the ring and
+//! move from there to their destination once ([`InlineBytes`]).
 
 use crate::{
     counters::Counter,
     mr::resolve,
     params::MAX_MSG_SZ,
-    payload::{Segments, SpanList},
+    payload::{InlineBytes, Segments, SpanList},
     qp::{QpShared, Ring},
     trace,
     wc::{self, WcStatus, WrOpcode},
@@ -154,7 +156,7 @@ impl SendWqe {
         trace::srdma_wqe(q.qpn, self.raw_opcode.into(), len, self.inline);
     }
 
-    /// Its payload: the inline data, copied out of the ring, or the memory its SGEs name.
+    /// Its payload: the inline data where it lies in the ring, or the memory its SGEs name.
     pub(crate) fn gather(&self, q: &QpShared) -> core::result::Result<Segments, WcStatus> {
         if !self.inline {
             return self.sges(q, Access::empty());
@@ -165,13 +167,9 @@ impl SendWqe {
             q.counters.send.inc(Counter::RingErrors);
             return Err(WcStatus::LocLenErr);
         }
-        let mut data = KVec::new();
-        data.extend_with(len, 0, GFP_KERNEL)
-            .map_err(|_| WcStatus::LocQpOpErr)?;
-        q.sq.mem
-            .read(self.off + SRDMA_SQ_WQE_HDR_SIZE as usize, &mut data)
-            .map_err(|_| WcStatus::LocQpOpErr)?;
-        Ok(Segments::Bytes(data))
+        let at = self.off + SRDMA_SQ_WQE_HDR_SIZE as usize;
+        let bytes = InlineBytes::new(&q.sq.mem, at, len).ok_or(WcStatus::LocQpOpErr)?;
+        Ok(Segments::Inline(bytes))
     }
 }
 
