@@ -13,6 +13,10 @@
 #       "$PWD/tools/bench/module-ab.sh" notrace=/tmp/srdma-notrace.ko
 # What counting costs: the same with the counters' adds compiled out, by building with
 # tools/bench/no-counting.patch applied (`git apply`, and `git apply -R` after the copy).
+# The inline path against the SGE path (tools/bench/inline.c, built on the host with
+# `cc -O2 -o /tmp/inline tools/bench/inline.c -libverbs` and named by INLINE): the runs
+# MODE_KIND_SIZE, e.g. `env INLINE=/tmp/inline TESTS="inline_lat_256 sge_lat_256
+# inline_bw_256 sge_bw_256"` (typical latency in µs, bandwidth in MB/s).
 [ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
 . "$(dirname "$0")/pair.sh"
 # What srdma.ko needs (ib_uverbs, the UDP tunnel) is loaded once; insmod does not resolve it.
@@ -23,6 +27,11 @@ run() {
 	local p=$1
 	port=$((port + 1))
 	bench_perftest $port "$@" | awk -v p="$p" '{ if (p ~ /lat/) print $5; else print $4 }'
+}
+# run_inline MODE KIND SIZE: inline.c's figure of KIND (lat, bw) for MODE (inline, sge).
+run_inline() {
+	taskset -c 1 "${INLINE:?INLINE names the inline.c binary}" srdma_a srdma_b "$ga" "$3" |
+		awk -v m="$1" -v k="$2" '$1 == k && $2 == m { print $4 }'
 }
 # The runs, by name; TESTS (environment) picks some, in order.
 declare -A runs=(
@@ -51,7 +60,13 @@ for arg in "${order[@]}"; do
 	bench_pair
 	line="$mod round $round:"
 	for t in $tests; do
-		line+=" $t $(run ${runs[$t]:?"no test $t (module-ab.sh names them)"})"
+		case $t in
+		inline_* | sge_*)
+			IFS=_ read -r m k s <<< "$t"
+			line+=" $t $(run_inline "$m" "$k" "$s")"
+			;;
+		*) line+=" $t $(run ${runs[$t]:?"no test $t (module-ab.sh names them)"})" ;;
+		esac
 	done
 	echo "$line"
 	srdma_pair_cleanup
