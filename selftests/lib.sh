@@ -357,3 +357,13 @@ srdma_pair() {
 	rdma link add srdma_a type srdma netdev sd0 || skip_all "cannot create srdma_a"
 	rdma link add srdma_b type srdma netdev sd1 || skip_all "cannot create srdma_b"
 }
+
+# srdma_pair_up: srdma_pair, then waits for the RoCEv2 GIDs of its two addresses and sets ga and
+# gb to their indexes.
+srdma_pair_up() {
+	srdma_pair
+	wait_for 10 has_gid srdma_a "$(ipv4_gid 10.51.0.1)"
+	wait_for 10 has_gid srdma_b "$(ipv4_gid 10.51.0.2)"
+	ga=$(gid_index srdma_a "$(ipv4_gid 10.51.0.1)")
+	gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
+}

@@ -31,9 +31,7 @@ seen() {
 }
 
 # --- one namespace: the loopback transport.
-srdma_pair
-ga=$(gid_index srdma_a "$(ipv4_gid 10.51.0.1)")
-gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
+srdma_pair_up
 pingpong_once() {
 	timeout 60 ibv_rc_pingpong -d srdma_a -g "$ga" -p 18950 -s 4096 -n 1 >/dev/null 2>&1 &
 	wait_for 10 tcp_listening 18950

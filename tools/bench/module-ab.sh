@@ -57,7 +57,7 @@ fi
 for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
-	bench_pair
+	srdma_pair_up
 	line="$mod round $round:"
 	for t in $tests; do
 		case $t in

@@ -14,7 +14,7 @@
 #       env SIZE=1048576 ITERS=1000 "$PWD/tools/bench/send-write.sh"
 . "$(dirname "$0")/pair.sh"
 modprobe srdma
-bench_pair
+srdma_pair_up
 size=${SIZE:-8} iters=${ITERS:-20000} port=19600
 # run PROG PORT ARGS...: prints the client's average MB/s.
 run() {

@@ -23,14 +23,6 @@ moved() {
 	grep -H . /sys/class/infiniband/"$1"/ports/1/hw_counters/* | grep -v -e ':0$' -e lifespan |
 		sed 's|.*/||'
 }
-# fresh_pair: srdma_a and srdma_b made anew (their counters from 0), their GID indices in ga, gb.
-fresh_pair() {
-	srdma_pair
-	wait_for 10 has_gid srdma_a "$(ipv4_gid 10.51.0.1)"
-	wait_for 10 has_gid srdma_b "$(ipv4_gid 10.51.0.2)"
-	ga=$(gid_index srdma_a "$(ipv4_gid 10.51.0.1)")
-	gb=$(gid_index srdma_b "$(ipv4_gid 10.51.0.2)")
-}
 klog_mark() { echo "trouble: $1" > /dev/kmsg; }
 klog_since() { dmesg | sed -n "/trouble: $1/,\$p" | grep -v "trouble: $1" | cut -c16-; }
 traced_on() { echo > "$T/trace"; echo "$1" > "$T/events/srdma/$2/filter"; echo 1 > "$T/events/srdma/$2/enable"; }
@@ -39,7 +31,7 @@ trace_lines() { grep -v '^#' "$T/trace" | head -"$1"; }
 
 scenario_1() {
 	echo "=== 1. The receiver posts too slowly: RNR NAKs"
-	fresh_pair
+	srdma_pair_up
 	traced_on 0 srdma_rnr_wait
 	timeout 120 ib_send_bw -d srdma_a -x "$ga" -r 1 -s 4096 -n 2000 -p 18101 >/dev/null 2>&1 &
 	wait_for 10 tcp_listening 18101
@@ -70,7 +62,7 @@ scenario_2() {
 
 scenario_3() {
 	echo "=== 3. An error completion: a message longer than the receive buffer"
-	fresh_pair
+	srdma_pair_up
 	klog_mark len
 	traced_on 'status != 0' srdma_cqe
 	timeout 60 ibv_rc_pingpong -d srdma_a -g "$ga" -s 1024 -n 1 -p 18102 > /tmp/pp-srv.log 2>&1 &
@@ -132,7 +124,7 @@ scenario_4() {
 
 scenario_5() {
 	echo "=== 5. Where the time goes: perf on a ping-pong"
-	fresh_pair
+	srdma_pair_up
 	timeout 60 ibv_rc_pingpong -d srdma_a -g "$ga" -s 64 -n 2 -p 18104 >/dev/null 2>&1 &
 	wait_for 10 tcp_listening 18104
 	echo "\$ perf record -a -e 'srdma:*' -- ibv_rc_pingpong -d srdma_b -g $gb -s 64 -n 2 10.51.0.1"
