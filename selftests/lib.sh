@@ -292,9 +292,12 @@ tap_verdict() {
 tap_run() {
 	local prefix=$1 secs=$2 log status before=$KTAP_CNT_FAIL
 	shift 2
+	local start=$SECONDS
 	log=$(mktemp)
 	timeout -k 5 "$secs" "$@" > "$log" 2>&1
 	status=$?
+	# A diagnostic (ignored by TAP parsers): which program spends the suite's time.
+	echo "# srdma-time: $prefix $((SECONDS - start)) s"
 	fold_tap "$prefix" < "$log"
 	tap_verdict "$prefix" "$status" "$secs" < "$log"
 	if [ "$KTAP_CNT_FAIL" -gt "$before" ]; then

@@ -4,6 +4,7 @@
  * SRQ, MR, MW, AH) this process creates objects until creation fails, which must happen with
  * ENOMEM once the device holds as many as ibv_query_device says (the kernel's own objects,
  * ib_mad's PD, CQ, QP and MR, count too), and a place freed is a place to create again.
+ * The kinds are filled two at a time, in two threads.
  * With "rings MAX", run inside a memory cgroup whose limit is far below MAX CQs of 65536
  * entries (2 MiB of ring each): ring memory is charged to the process's cgroup, so creation
  * fails with ENOMEM before MAX. Prints TAP.
@@ -12,6 +13,7 @@
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,38 +66,70 @@ static int destroy(enum kind k, void *o)
 	}
 }
 
-static void limit(enum kind k, int max)
-{
-	void **objs = calloc(max + 1, sizeof(*objs));
-	int n = 0, err = 0, again, freed = 1, left = 0;
+/* What limit() found for one kind, printed in kind order once every kind is done. */
+struct verdict {
+	int max, n, err, freed, again, left;
+};
 
-	while (objs && n <= max) {
+static struct verdict verdicts[KINDS];
+static int maxes[KINDS];
+
+static void limit(enum kind k)
+{
+	struct verdict *v = &verdicts[k];
+	int max = maxes[k];
+	void **objs = calloc(max + 1, sizeof(*objs));
+
+	v->max = max;
+	v->freed = 1;
+	while (objs && v->n <= max) {
 		errno = 0;
-		objs[n] = create(k);
-		if (!objs[n]) {
-			err = errno;
+		objs[v->n] = create(k);
+		if (!objs[v->n]) {
+			v->err = errno;
 			break;
 		}
-		n++;
+		v->n++;
 	}
-	result(n <= max && n >= max - KERNEL_SLACK && err == ENOMEM,
-	       "%s: %d created of max %d, then %s (errno %d)", names[k], n, max,
-	       strerror(err), err);
 	/* One place freed is one place to use again. */
-	if (n > 0) {
-		freed = !destroy(k, objs[n - 1]);
-		objs[n - 1] = create(k);
-		again = !!objs[n - 1];
-		if (!again)
-			n--;
-	} else {
-		again = 0;
+	if (v->n > 0) {
+		v->freed = !destroy(k, objs[v->n - 1]);
+		objs[v->n - 1] = create(k);
+		v->again = !!objs[v->n - 1];
+		if (!v->again)
+			v->n--;
 	}
-	result(freed && again, "%s: after one is destroyed, one more can be created", names[k]);
-	for (int i = 0; i < n; i++)
-		left += destroy(k, objs[i]) != 0;
-	result(!left, "%s: all %d destroyed (%d failed)", names[k], n, left);
+	for (int i = 0; i < v->n; i++)
+		v->left += destroy(k, objs[i]) != 0;
 	free(objs);
+}
+
+static void report(enum kind k)
+{
+	const struct verdict *v = &verdicts[k];
+
+	result(v->n <= v->max && v->n >= v->max - KERNEL_SLACK && v->err == ENOMEM,
+	       "%s: %d created of max %d, then %s (errno %d)", names[k], v->n, v->max,
+	       strerror(v->err), v->err);
+	result(v->freed && v->again, "%s: after one is destroyed, one more can be created",
+	       names[k]);
+	result(!v->left, "%s: all %d destroyed (%d failed)", names[k], v->n, v->left);
+}
+
+/*
+ * The kinds run in two threads, each kind's limits apart from the others': filling a device
+ * takes minutes on the debug kernel, and the kernel paths of two kinds run side by side.
+ */
+static const enum kind group[2][KINDS] = {
+	{ CQ, QP, KINDS },
+	{ PD, SRQ, MR, MW, AH, KINDS },
+};
+
+static void *run_group(void *arg)
+{
+	for (const enum kind *k = arg; *k != KINDS; k++)
+		limit(*k);
+	return NULL;
 }
 
 /* Creates up to max CQs with 2 MiB rings; the cgroup's limit must stop it before. */
@@ -125,6 +159,7 @@ static int rings(int max)
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex a = {};
+	pthread_t other;
 
 	ksft_print_header();
 	ctx = open_dev(argc > 1 ? argv[1] : "srdma0");
@@ -134,7 +169,6 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[2], "rings"))
 		return rings(atoi(argv[3]));
-	limit(PD, a.orig_attr.max_pd);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
 	if (!pd || !cq) {
@@ -142,12 +176,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Our own PD and CQ take a place each. */
-	limit(CQ, a.orig_attr.max_cq - 1);
-	limit(QP, a.orig_attr.max_qp);
-	limit(SRQ, a.orig_attr.max_srq);
-	limit(MR, a.orig_attr.max_mr);
-	limit(MW, a.orig_attr.max_mw);
-	limit(AH, a.orig_attr.max_ah);
+	maxes[PD] = a.orig_attr.max_pd - 1;
+	maxes[CQ] = a.orig_attr.max_cq - 1;
+	maxes[QP] = a.orig_attr.max_qp;
+	maxes[SRQ] = a.orig_attr.max_srq;
+	maxes[MR] = a.orig_attr.max_mr;
+	maxes[MW] = a.orig_attr.max_mw;
+	maxes[AH] = a.orig_attr.max_ah;
+	if (pthread_create(&other, NULL, run_group, (void *)group[1])) {
+		printf("Bail out! cannot start a thread\n");
+		return 1;
+	}
+	run_group((void *)group[0]);
+	pthread_join(other, NULL);
+	for (enum kind k = 0; k < KINDS; k++)
+		report(k);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

@@ -16,6 +16,12 @@ export SRDMA_VM_LOG=$out/dmesg.log
 
 pass=0 fail=0 skip=0
 failed=()
+# CI has a time budget: each phase says what it spent.
+lap_start=$SECONDS
+lap() { # lap PHASE
+	echo "check: $1 took $((SECONDS - lap_start)) s"
+	lap_start=$SECONDS
+}
 result() { # result pass|fail|skip NAME
 	case $1 in
 	pass) pass=$((pass + 1)) ;;
@@ -38,6 +44,7 @@ while read -r p f; do
 	[ "$f" -eq 0 ] || { fail=$((fail + f)); failed+=("provider: $f cargo tests"); }
 done < <(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$out/provider-test.log")
 [ "$ran" = 1 ] || result fail "provider: cargo test did not run"
+lap "provider unit tests"
 
 # The set-up from nothing, without the kernel build: tools, unpack, in-tree hooks and config in
 # a throwaway cache, so that a step that only a warm cache makes work fails here.
@@ -53,6 +60,7 @@ if [ "${SRDMA_CHECK_FRESH:-1}" = 1 ]; then
 else
 	result skip "set-up from an empty cache (SRDMA_CHECK_FRESH=0)"
 fi
+lap "set-up from an empty cache"
 
 # The kselftests as `make ktest` installed them from the kernel tree (KSFT_INSTALL_PATH), run
 # by the kernel's runner in the VM.
@@ -67,6 +75,10 @@ vm_rc=${PIPESTATUS[0]}
 if [ "$vm_rc" -ne 0 ]; then
 	result fail "VM run (exit $vm_rc)"
 fi
+lap "VM boot and selftests"
+echo "check: the slowest selftests (seconds):"
+sed -n 's/^# srdma-time: \([^ ]*\) \([0-9]*\) s$/\2 \1/p' "$out/selftests.tap" | sort -rn | head -8 |
+	sed 's/^/  /'
 
 # The runner's stream, one test after another: "# selftests: COLLECTION: NAME", the test's own
 # TAP with "# " in front, then the runner's "ok N ..." or "not ok N ... # exit=RC" line. Each
@@ -169,6 +181,7 @@ TWO  WORDS" ]; then
 else
 	result skip "make vm CMD (SRDMA_CHECK_VMCMD=0)"
 fi
+lap "make vm CMD"
 
 # The benchmark's smoke run (another VM boot): it must complete; its numbers gate nothing, so
 # it boots the test kernel rather than building the bench kernel too.
@@ -185,6 +198,7 @@ if [ "${SRDMA_CHECK_BENCH:-1}" = 1 ]; then
 else
 	result skip "bench smoke run (SRDMA_CHECK_BENCH=0)"
 fi
+lap "bench smoke run"
 
 # make lint, last because its clippy pass rebuilds the Rust objects of the test kernel:
 # rustfmt, clippy, rustdoc, htmldocs and the patch series through checkpatch --strict.
@@ -204,6 +218,7 @@ if [ "${SRDMA_CHECK_LINT:-1}" = 1 ]; then
 else
 	result skip "make lint (SRDMA_CHECK_LINT=0)"
 fi
+lap "make lint"
 
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "check: failures:"

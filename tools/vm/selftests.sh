@@ -20,10 +20,20 @@ done
 "$ksft/run_kselftest.sh" -p "${sel[@]}" ${SRDMA_TEST_TIMEOUT:+-o "$SRDMA_TEST_TIMEOUT"} 2>&1 |
 	while IFS= read -r line; do
 		case $line in
+		"# selftests: $collection: "*)
+			start=$SECONDS
+			;;
 		"ok "*" selftests: $collection: "* | "not ok "*" selftests: $collection: "*)
 			name=${line#* selftests: "$collection": }
 			cat "/tmp/${name%% *}" 2>/dev/null
 			;;
 		esac
 		printf '%s\n' "$line"
+		case $line in
+		"ok "*" selftests: $collection: "* | "not ok "*" selftests: $collection: "*)
+			# A diagnostic line after the result, where check.sh's parser ignores it: CI
+			# has a time budget, and this shows which test spends it.
+			printf '# srdma-time: %s %d s\n' "${name%% *}" $((SECONDS - ${start:-0}))
+			;;
+		esac
 	done | tee "$tap"
