@@ -158,20 +158,23 @@ port_state() {
 }
 
 # gids DEV: the non-zero GIDs of port 1, one per line.
+# The table has 128 entries: they are read with the shell's own read, as a process per entry
+# costs seconds per table on the emulated test VM.
 gids() {
 	local f g
 	for f in "$SYSFS_IB/$1"/ports/1/gids/*; do
-		g=$(cat "$f" 2>/dev/null) || continue
+		{ read -r g < "$f"; } 2>/dev/null || continue
 		[ "$g" = "0000:0000:0000:0000:0000:0000:0000:0000" ] || echo "$g"
 	done
 }
 
 # gid_index DEV GID: the index of a RoCE v2 GID, as sysfs prints it.
 gid_index() {
-	local f n
+	local f n g
 	for f in "$SYSFS_IB/$1"/ports/1/gids/*; do
 		n=${f##*/}
-		[ "$(cat "$f" 2>/dev/null)" = "$2" ] || continue
+		{ read -r g < "$f"; } 2>/dev/null || continue
+		[ "$g" = "$2" ] || continue
 		grep -qx "RoCE v2" "$SYSFS_IB/$1/ports/1/gid_attrs/types/$n" 2>/dev/null || continue
 		echo "$n"
 		return 0

@@ -14,15 +14,7 @@ load_srdma
 srdma_pair
 ADDR_A=10.51.0.1
 # perftest's -x: the RoCEv2 GID that maps the IPv4 address.
-gid_index=
-for f in "$SYSFS_IB"/srdma_a/ports/1/gids/*; do
-	i=${f##*/}
-	if [ "$(cat "$f")" = "$(ipv4_gid "$ADDR_A")" ] &&
-		[ "$(cat "$SYSFS_IB/srdma_a/ports/1/gid_attrs/types/$i" 2>/dev/null)" = \
-			"RoCE v2" ]; then
-		gid_index=$i
-	fi
-done
+gid_index=$(gid_index srdma_a "$(ipv4_gid "$ADDR_A")")
 [ -n "$gid_index" ] || skip_all "srdma_a has no RoCEv2 IPv4 GID"
 
 port=18600
