@@ -289,6 +289,12 @@ tap_verdict() {
 	fi
 }
 
+# time_diag NAME START: a TAP diagnostic (ignored by parsers) with the seconds NAME took since
+# START (a $SECONDS), so that a suite's output says which program spends its time.
+time_diag() {
+	echo "# srdma-time: $1 $((SECONDS - $2)) s"
+}
+
 # tap_run PREFIX SECONDS CMD...: runs CMD, a program that prints TAP, for at most SECONDS,
 # reports its results as this test's under PREFIX and fails the test if it did not finish as
 # promised (tap_verdict). Its diagnostics are shown when something failed.
@@ -299,8 +305,7 @@ tap_run() {
 	log=$(mktemp)
 	timeout -k 5 "$secs" "$@" > "$log" 2>&1
 	status=$?
-	# A diagnostic (ignored by TAP parsers): which program spends the suite's time.
-	echo "# srdma-time: $prefix $((SECONDS - start)) s"
+	time_diag "$prefix" "$start"
 	fold_tap "$prefix" < "$log"
 	tap_verdict "$prefix" "$status" "$secs" < "$log"
 	if [ "$KTAP_CNT_FAIL" -gt "$before" ]; then

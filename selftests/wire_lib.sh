@@ -21,6 +21,7 @@ counter() { cat "$SYSFS_IB/srdma_w/ports/1/hw_counters/$1"; }
 # the server on SERVER_SIDE (srdma or peer), payloads checked on both ends.
 pingpong() {
 	local prog=$1 name=$2 port=$3 server=$4 size=$5 iters=$6 out_s out_c rc_s rc_c
+	local start=$SECONDS
 	srdma_side
 	peer_side
 	local peer=("${PEER_SIDE[@]}" "$prog" -d "$PEER_DEV" -g "$pg" -p "$port" \
@@ -48,6 +49,7 @@ pingpong() {
 			"client exit $rc_c: $(cat "$out_c")"
 	fi
 	rm -f "$out_s" "$out_c"
+	time_diag "$name" "$start"
 }
 
 # perftest NAME PORT SERVER_SIDE PROG ARGS...: perftest between the two devices, the server
@@ -55,6 +57,7 @@ pingpong() {
 # With -R the connection is made by rdma_cm, whose MADs travel through each device's QP1.
 perftest() {
 	local name=$1 port=$2 server=$3 prog=$4 out_s out_c rc_s rc_c xs=() xp=() cm=
+	local start=$SECONDS
 	shift 4
 	case " $* " in
 	*" -R "*) cm=1 ;;
@@ -94,12 +97,14 @@ perftest() {
 			"client exit $rc_c: $(tail -5 "$out_c")"
 	fi
 	rm -f "$out_s" "$out_c"
+	time_diag "$name" "$start"
 }
 
 # rping_between NAME PORT SERVER_SIDE: rping over rdma_cm (its MADs through QP1 on the wire),
 # 10 pings of 4 KiB with the data checked on both sides (-V).
 rping_between() {
 	local name=$1 port=$2 server=$3 out_s out_c rc_s rc_c ip run_s run_c
+	local start=$SECONDS
 	srdma_side
 	peer_side
 	if [ "$server" = srdma ]; then
@@ -121,6 +126,7 @@ rping_between() {
 			"client exit $rc_c: $(tail -5 "$out_c")"
 	fi
 	rm -f "$out_s" "$out_c"
+	time_diag "$name" "$start"
 }
 
 # wire_matrix FIRST_PORT: the exchanges every peer must pass with srdma, in both roles: UD, RC
