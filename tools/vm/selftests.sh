@@ -26,14 +26,14 @@ done
 		"ok "*" selftests: $collection: "* | "not ok "*" selftests: $collection: "*)
 			name=${line#* selftests: "$collection": }
 			cat "/tmp/${name%% *}" 2>/dev/null
+			took=$((SECONDS - ${start:-0}))
 			;;
 		esac
 		printf '%s\n' "$line"
-		case $line in
-		"ok "*" selftests: $collection: "* | "not ok "*" selftests: $collection: "*)
-			# A diagnostic line after the result, where check.sh's parser ignores it: CI
-			# has a time budget, and this shows which test spends it.
-			printf '# srdma-time: %s %d s\n' "${name%% *}" $((SECONDS - ${start:-0}))
-			;;
-		esac
+		# A diagnostic after the result, where check.sh's parser ignores it: CI has a time
+		# budget, and this says which test spends it.
+		if [ -n "${took:-}" ]; then
+			printf '# srdma-time: %s %d s\n' "${name%% *}" "$took"
+			took=
+		fi
 	done | tee "$tap"
