@@ -9,8 +9,12 @@
 //! A second work item processes those send queues again whose time came: the RNR timers of
 //! refused WQEs and the retransmission timers of the wire; a high-resolution timer queues it
 //! when the earliest is due, so a retry waits its timer and a scheduling delay, not a jiffy,
-//! and no worker sleeps meanwhile. A third takes the packets the RoCEv2 transport received (in
-//! softirq context, where the engine cannot run either) to the responder.
+//! and no worker sleeps meanwhile. Setting a QP's time arms that timer directly, and only when
+//! the time comes before the one it is armed for: on the wire every pass over a busy send
+//! queue moves its retransmission time, and a hop through the worker for each would cost a
+//! wake-up and two context switches per message. A third takes the packets the RoCEv2
+//! transport received (in softirq context, where the engine cannot run either) to the
+//! responder.
 
 use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +45,15 @@ const RX_BACKLOG: usize = 4096;
 /// How long the retry work waits before it tries again when it had no memory.
 const RETRY_AFTER_ENOMEM_NS: u64 = 1_000_000;
 
+/// The send queues waiting for a retry, and when the timer expires.
+struct Retries {
+    /// Each QP with the `ktime` (ns) of its retry.
+    queued: KVec<(Arc<QpShared>, i64)>,
+    /// The `ktime` the timer is armed for; `i64::MAX` when it is not armed, or when its
+    /// expiry or the retry work is on the way, which arms it again from `queued` in the end.
+    armed_for: i64,
+}
+
 /// QPs with newly posted kernel work, and the work item that processes them.
 #[pin_data]
 pub(crate) struct Worker {
@@ -51,9 +64,10 @@ pub(crate) struct Worker {
     pending: SpinLockIrqSave<KVec<Arc<QpShared>>>,
     #[pin]
     retry_work: Work<Worker, RETRY>,
-    /// Send queues waiting for an RNR retry, with the `ktime` (ns) of the retry.
+    /// Send queues waiting for a retry. The timer is armed and cancelled under this lock (its
+    /// callback does not take it), so that it is armed for no later than the earliest retry.
     #[pin]
-    retries: SpinLock<KVec<(Arc<QpShared>, i64)>>,
+    retries: SpinLock<Retries>,
     /// Queues the retry work when the earliest of [`Worker::retries`] is due.
     #[pin]
     timer: HrTimer<Worker>,
@@ -95,7 +109,13 @@ impl Worker {
                 work <- new_work!("srdma::Worker::work"),
                 pending <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::pending"),
                 retry_work <- new_work!("srdma::Worker::retry_work"),
-                retries <- new_spinlock!(KVec::new(), "srdma::Worker::retries"),
+                retries <- new_spinlock!(
+                    Retries {
+                        queued: KVec::new(),
+                        armed_for: i64::MAX,
+                    },
+                    "srdma::Worker::retries"
+                ),
                 timer <- HrTimer::new(),
                 rx_work <- new_work!("srdma::Worker::rx_work"),
                 rx <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::rx"),
@@ -120,16 +140,38 @@ impl Worker {
     }
 
     /// Processes the send queue of `qp` again at `ktime` `at` (ns), on the device's `queue`.
+    /// The caller holds a reference to the registered device (see [`Worker::stop`]).
     pub(crate) fn retry_at(self: &Arc<Self>, queue: &Queue, qp: &Arc<QpShared>, at: i64) -> Result {
-        {
-            let mut retries = self.retries.lock();
-            match retries.iter_mut().find(|(q, _)| Arc::ptr_eq(q, qp)) {
-                Some(entry) => entry.1 = at,
-                None => retries.push((qp.clone(), at), GFP_ATOMIC)?,
-            }
+        let mut retries = self.retries.lock();
+        match retries.queued.iter_mut().find(|(q, _)| Arc::ptr_eq(q, qp)) {
+            Some(entry) => entry.1 = at,
+            None => retries.queued.push((qp.clone(), at), GFP_ATOMIC)?,
         }
-        let _ = queue.enqueue::<_, RETRY>(self.clone());
+        if at >= retries.armed_for {
+            // The timer expires first, and the work it queues arms it again for this one.
+            return Ok(());
+        }
+        let wait = at - Ktime::ktime_get().to_ns();
+        if wait <= 0 {
+            retries.armed_for = i64::MAX;
+            drop(retries);
+            let _ = queue.enqueue::<_, RETRY>(self.clone());
+            return Ok(());
+        }
+        self.arm(&mut retries, at, wait);
         Ok(())
+    }
+
+    /// Arms the timer for `ktime` `at`, `wait` ns from now, under the retries lock. A timer
+    /// whose callback is running cannot be cancelled nor armed again: the work that callback
+    /// queues arms it from what is queued then.
+    fn arm(self: &Arc<Self>, retries: &mut Retries, at: i64, wait: i64) {
+        HrTimer::try_cancel(self);
+        if HrTimer::start(self, wait as u64) {
+            retries.armed_for = at;
+        } else {
+            retries.armed_for = i64::MAX;
+        }
     }
 
     /// Queues a packet from the wire for the responder or completer, on the device's `queue`;
@@ -170,10 +212,10 @@ impl Worker {
     fn due(&self, now: i64) -> Result<KVec<Arc<QpShared>>> {
         // Room for all of them (and a few queued meanwhile) before any is taken out, so that
         // running out of memory here leaves every retry queued.
-        let n = self.retries.lock().len() + 8;
+        let n = self.retries.lock().queued.len() + 8;
         let (mut due, mut keep) = (KVec::with_capacity(n, GFP_KERNEL)?, KVec::new());
         keep.reserve(n, GFP_KERNEL)?;
-        let taken = core::mem::take(&mut *self.retries.lock());
+        let taken = core::mem::take(&mut self.retries.lock().queued);
         for (q, at) in taken.into_iter() {
             if at <= now {
                 due.push(q, GFP_KERNEL)?;
@@ -186,15 +228,15 @@ impl Worker {
         // lock, where an entry may hold a QP's last reference: `keep` is given room for the
         // queued entries outside it, takes them and is swapped in.
         loop {
-            let queued = self.retries.lock().len();
+            let queued = self.retries.lock().queued.len();
             keep.reserve(queued, GFP_KERNEL)?;
             let mut retries = self.retries.lock();
-            if keep.capacity() - keep.len() >= retries.len() {
-                for entry in core::mem::take(&mut *retries) {
+            if keep.capacity() - keep.len() >= retries.queued.len() {
+                for entry in core::mem::take(&mut retries.queued) {
                     // Within the room checked above: no allocation, so it cannot fail.
                     let _ = keep.push(entry, GFP_NOWAIT);
                 }
-                core::mem::swap(&mut *retries, &mut keep);
+                core::mem::swap(&mut retries.queued, &mut keep);
                 return Ok(due);
             }
         }
@@ -207,13 +249,15 @@ impl WorkItem<RETRY> for Worker {
     fn run(this: Arc<Worker>) {
         let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
             // Dropped outside the lock: the last reference to a QP may free it.
-            let gone = core::mem::take(&mut *this.retries.lock());
+            let gone = core::mem::take(&mut this.retries.lock().queued);
             drop(gone);
             return;
         };
         let Ok(due) = this.due(Ktime::ktime_get().to_ns()) else {
             // No memory to sort them: they stay queued, and the timer looks again.
-            HrTimer::start(&this, RETRY_AFTER_ENOMEM_NS);
+            let mut retries = this.retries.lock();
+            let at = Ktime::ktime_get().to_ns() + RETRY_AFTER_ENOMEM_NS as i64;
+            this.arm(&mut retries, at, RETRY_AFTER_ENOMEM_NS as i64);
             return;
         };
         for q in due.iter() {
@@ -224,19 +268,20 @@ impl WorkItem<RETRY> for Worker {
         // Retries queued meanwhile, or by the passes above, count too. The timer is armed
         // while the device reference is held: once unregistration has waited for it, nothing
         // arms the timer again and [`Worker::stop`] can cancel it for good.
-        let Some(next) = this.retries.lock().iter().map(|(_, at)| *at).min() else {
+        let mut retries = this.retries.lock();
+        let Some(next) = retries.queued.iter().map(|(_, at)| *at).min() else {
+            retries.armed_for = i64::MAX;
             return;
         };
         let wait = next - Ktime::ktime_get().to_ns();
         if wait <= 0 {
             // Due already: another turn, after the queue's other work had its chance.
+            retries.armed_for = i64::MAX;
+            drop(retries);
             let _ = dev.queue().enqueue::<_, RETRY>(this);
             return;
         }
-        // A timer set for later gives way to this earlier expiry; one whose callback is
-        // running cannot be cancelled, and the turn it queues arms the timer again.
-        HrTimer::try_cancel(&this);
-        HrTimer::start(&this, wait as u64);
+        this.arm(&mut retries, next, wait);
     }
 }
 
