@@ -17,6 +17,7 @@
 # `cc -O2 -o /tmp/inline tools/bench/inline.c -libverbs` and named by INLINE): the runs
 # MODE_KIND_SIZE, e.g. `env INLINE=/tmp/inline TESTS="inline_lat_256 sge_lat_256
 # inline_bw_256 sge_bw_256"` (typical latency in µs, bandwidth in MB/s).
+# On the wire (RoCEv2 packets between two namespaces, make bench's srdma-wire): `env WIRE=1`.
 [ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
 . "$(dirname "$0")/pair.sh"
 # What srdma.ko needs (ib_uverbs, the UDP tunnel) is loaded once; insmod does not resolve it.
@@ -57,7 +58,7 @@ fi
 for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
-	srdma_pair_up
+	if [ "${WIRE:-0}" = 1 ]; then bench_wire_up; else srdma_pair_up; fi
 	line="$mod round $round:"
 	for t in $tests; do
 		case $t in
@@ -69,7 +70,7 @@ for arg in "${order[@]}"; do
 		esac
 	done
 	echo "$line"
-	srdma_pair_cleanup
+	if [ "${WIRE:-0}" = 1 ]; then bench_wire_down; else srdma_pair_cleanup; fi
 	rmmod srdma
 done
 done

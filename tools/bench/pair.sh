@@ -6,15 +6,33 @@
 . "${SRDMA_KSELFTEST:?no SRDMA_KSELFTEST: run through tools/vm/run.sh}/lib.sh"
 
 # bench_perftest PORT PROG ARGS...: PROG's server on srdma_a (vCPU 0) and client on srdma_b
-# (vCPU 1) over TCP port PORT; prints the client's last result line.
+# (vCPU 1) over TCP port PORT; prints the client's last result line. With SRDMA_WIRE_NS set
+# (bench_wire_up), the two run in the namespaces bench_a and bench_b, where every message goes
+# on the wire.
 bench_perftest() {
-	local port=$1 p=$2 srv
+	local port=$1 p=$2 srv sns=() cns=() dev_a=srdma_a dev_b=srdma_b
 	shift 2
-	timeout 120 taskset -c 0 "$p" -F -d srdma_a -x "$ga" -p "$port" "$@" > /tmp/srv.log 2>&1 &
+	if [ -n "${SRDMA_WIRE_NS:-}" ]; then
+		sns=(ip netns exec bench_a) cns=(ip netns exec bench_b)
+		dev_a=srdma_wa dev_b=srdma_wb
+	fi
+	timeout 120 "${sns[@]}" taskset -c 0 "$p" -F -d "$dev_a" -x "$ga" -p "$port" "$@" \
+		> /tmp/srv.log 2>&1 &
 	srv=$!
-	wait_for 10 tcp_listening "$port"
-	timeout 110 taskset -c 1 "$p" -F -d srdma_b -x "$gb" -p "$port" "$@" 10.51.0.1 \
-		> /tmp/cli.log 2>&1
+	wait_for 10 tcp_listening "$port" ${SRDMA_WIRE_NS:+bench_a}
+	timeout 110 "${cns[@]}" taskset -c 1 "$p" -F -d "$dev_b" -x "$gb" -p "$port" "$@" \
+		"${SRV_ADDR:-10.51.0.1}" > /tmp/cli.log 2>&1
 	wait "$srv"
 	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1
+}
+
+# bench_wire_up, bench_wire_down: two srdma devices in two namespaces (make bench's srdma-wire),
+# for bench_perftest.
+bench_wire_up() {
+	. "$(dirname "${BASH_SOURCE[0]}")/variants.sh"
+	variant_srdma_wire_setup > /dev/null || return 1
+	ga=$GID_INDEX gb=$GID_INDEX SRDMA_WIRE_NS=1
+}
+bench_wire_down() {
+	variant_srdma_wire_teardown
 }
