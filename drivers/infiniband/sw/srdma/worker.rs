@@ -9,11 +9,11 @@
 //! A second work item processes those send queues again whose time came: the RNR timers of
 //! refused WQEs and the retransmission timers of the wire; a high-resolution timer queues it
 //! when the earliest is due, so a retry waits its timer and a scheduling delay, not a jiffy,
-//! and no worker sleeps meanwhile. Setting a QP's time arms that timer directly, and only when
-//! the time comes before the one it is armed for: on the wire every pass over a busy send
-//! queue moves its retransmission time, and a hop through the worker for each would cost a
-//! wake-up and two context switches per message. A third takes the packets the RoCEv2
-//! transport received (in softirq context, where the engine cannot run either) to the
+//! and no worker sleeps meanwhile. Setting a QP's time queues that work (which arms the timer)
+//! only when the time comes before the one the timer is armed for: on the wire every pass over
+//! a busy send queue moves its retransmission time later, and a hop through the worker for each
+//! would cost a wake-up and two context switches per message. A third takes the packets the
+//! RoCEv2 transport received (in softirq context, where the engine cannot run either) to the
 //! responder.
 
 use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
@@ -49,8 +49,9 @@ const RETRY_AFTER_ENOMEM_NS: u64 = 1_000_000;
 struct Retries {
     /// Each QP with the `ktime` (ns) of its retry.
     queued: KVec<(Arc<QpShared>, i64)>,
-    /// The `ktime` the timer is armed for; `i64::MAX` when it is not armed, or when its
-    /// expiry or the retry work is on the way, which arms it again from `queued` in the end.
+    /// The `ktime` the timer was armed for by the retry work, which alone arms it; `i64::MAX`
+    /// when it is not armed. From the timer's expiry until the work it queues has run, this
+    /// is the past expiry, and that work arms the timer again from `queued`.
     armed_for: i64,
 }
 
@@ -65,7 +66,7 @@ pub(crate) struct Worker {
     #[pin]
     retry_work: Work<Worker, RETRY>,
     /// Send queues waiting for a retry. The timer is armed and cancelled under this lock (its
-    /// callback does not take it), so that it is armed for no later than the earliest retry.
+    /// callback does not take it), so that `armed_for` says when it expires.
     #[pin]
     retries: SpinLock<Retries>,
     /// Queues the retry work when the earliest of [`Worker::retries`] is due.
@@ -140,25 +141,19 @@ impl Worker {
     }
 
     /// Processes the send queue of `qp` again at `ktime` `at` (ns), on the device's `queue`.
-    /// The caller holds a reference to the registered device (see [`Worker::stop`]).
     pub(crate) fn retry_at(self: &Arc<Self>, queue: &Queue, qp: &Arc<QpShared>, at: i64) -> Result {
-        let mut retries = self.retries.lock();
-        match retries.queued.iter_mut().find(|(q, _)| Arc::ptr_eq(q, qp)) {
-            Some(entry) => entry.1 = at,
-            None => retries.queued.push((qp.clone(), at), GFP_ATOMIC)?,
+        {
+            let mut retries = self.retries.lock();
+            match retries.queued.iter_mut().find(|(q, _)| Arc::ptr_eq(q, qp)) {
+                Some(entry) => entry.1 = at,
+                None => retries.queued.push((qp.clone(), at), GFP_ATOMIC)?,
+            }
+            if at >= retries.armed_for {
+                // The timer expires first, and the work it queues arms it again for this one.
+                return Ok(());
+            }
         }
-        if at >= retries.armed_for {
-            // The timer expires first, and the work it queues arms it again for this one.
-            return Ok(());
-        }
-        let wait = at - Ktime::ktime_get().to_ns();
-        if wait <= 0 {
-            retries.armed_for = i64::MAX;
-            drop(retries);
-            let _ = queue.enqueue::<_, RETRY>(self.clone());
-            return Ok(());
-        }
-        self.arm(&mut retries, at, wait);
+        let _ = queue.enqueue::<_, RETRY>(self.clone());
         Ok(())
     }
 
