@@ -10,18 +10,18 @@
 # (bench_wire_up), the two run in the namespaces bench_a and bench_b, where every message goes
 # on the wire.
 bench_perftest() {
-	local port=$1 p=$2 srv sns=() cns=() dev_a=srdma_a dev_b=srdma_b
+	local port=$1 p=$2 srv sns=() cns=() dev_a=srdma_a dev_b=srdma_b addr=10.51.0.1
 	shift 2
 	if [ -n "${SRDMA_WIRE_NS:-}" ]; then
 		sns=(ip netns exec bench_a) cns=(ip netns exec bench_b)
-		dev_a=srdma_wa dev_b=srdma_wb
+		dev_a=srdma_wa dev_b=srdma_wb addr=$SRV_ADDR
 	fi
 	timeout 120 "${sns[@]}" taskset -c 0 "$p" -F -d "$dev_a" -x "$ga" -p "$port" "$@" \
 		> /tmp/srv.log 2>&1 &
 	srv=$!
 	wait_for 10 tcp_listening "$port" ${SRDMA_WIRE_NS:+bench_a}
 	timeout 110 "${cns[@]}" taskset -c 1 "$p" -F -d "$dev_b" -x "$gb" -p "$port" "$@" \
-		"${SRV_ADDR:-10.51.0.1}" > /tmp/cli.log 2>&1
+		"$addr" > /tmp/cli.log 2>&1
 	wait "$srv"
 	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1
 }
