@@ -12,7 +12,9 @@
  *    responder resources of the connection, each landing whole, and one to an unaligned
  *    address refused;
  *  - inline SENDs and RDMA WRITEs both ways, a batch of each, their source buffer overwritten
- *    as soon as they are posted: what arrives, retransmissions included, is what was posted.
+ *    as soon as they are posted: what arrives, retransmissions included, is what was posted;
+ *  - SENDs to a QP without receives: srdma waits out each RNR NAK's timer, also when a NAK
+ *    for the PSN sequence follows it, and the SENDs land once receives are posted.
  *
  *   srdma_wire SRDMA_DEV SRDMA_GID_INDEX PEER_DEV PEER_GID_INDEX [lossy [rxe] | longread]
  *
@@ -502,6 +504,88 @@ static void atomic_write_both_ways(int lossy, int peer_rxe)
 	}
 }
 
+/* The RNR test: SENDs in flight, the peer's RNR timer (IBA code 22: 20.48 ms), how long. */
+#define RNR_N 16
+#define RNR_TIMER 22
+#define RNR_TIMER_MS 20.48
+#define RNR_WAIT_MS 400
+
+/* A hw_counter of port 1 of device dev, or -1. */
+static long port_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * srdma SENDs a batch to a peer QP with no receive posted. The peer answers the first SEND
+ * with an RNR NAK and, as rxe's and srdma's responders do, the next one in flight with a NAK
+ * for the PSN sequence that names the same PSN. The requester sends again when the RNR timer
+ * has run out, whichever of the two NAKs came last: sending again at once on the sequence NAK
+ * draws the next RNR NAK a round trip later, a storm that takes the CPU the receiver needs to
+ * post its receives. Once they are posted, every SEND lands, in order.
+ */
+static void rnr_waits(void)
+{
+	struct end *r = &ends[0], *d = &ends[1];
+	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d);
+	struct ibv_qp_attr a = { .min_rnr_timer = RNR_TIMER };
+	char *src = r->buf, *dst = d->buf + BIG;
+	int ok, sent = 0, recvd = 0, bad = 0;
+	long rnr0, rnrs;
+	double t0, waited, end;
+
+	if (!s || !p || connect_qp(s, r, d, p->qp_num, 700, 800, 14) ||
+	    connect_qp(p, d, r, s->qp_num, 800, 700, 14) ||
+	    ibv_modify_qp(p, &a, IBV_QP_MIN_RNR_TIMER)) {
+		result(0, "RNR: an RC QP on each device, connected (%s)", strerror(errno));
+		return;
+	}
+	fill(src, RNR_N * 64);
+	memset(dst, 0, RNR_N * 64);
+	rnr0 = port_counter(r->name, "rcvd_rnr_err");
+	t0 = now();
+	ok = rnr0 >= 0;
+	for (int i = 0; ok && i < RNR_N; i++)
+		ok = !post_send(s, r, IBV_WR_SEND, 500 + i, src + i * 64, 64, 0, 0,
+				IBV_SEND_SIGNALED);
+	usleep(RNR_WAIT_MS * 1000);
+	rnrs = port_counter(r->name, "rcvd_rnr_err") - rnr0;
+	waited = (now() - t0) * 1000;
+	/* Each wait is the timer and a scheduling delay: no more than one NAK per timer. */
+	result(ok && rnrs >= 1 && rnrs <= waited / RNR_TIMER_MS + 1,
+	       "%s -> %s: %d SENDs to a QP without receives, the peer's RNR timer %.2f ms: %ld RNR NAKs in %.0f ms",
+	       r->name, d->name, RNR_N, RNR_TIMER_MS, rnrs, waited);
+	for (int i = 0; ok && i < RNR_N; i++)
+		ok = !post_recv(p, d, 600 + i, dst + i * 64, 64);
+	end = now() + WAIT_S;
+	while (ok && (sent < RNR_N || recvd < RNR_N) && now() < end) {
+		struct ibv_wc wc;
+
+		if (ibv_poll_cq(r->cq, 1, &wc) == 1 && wc.qp_num == s->qp_num)
+			bad += wc.wr_id != 500u + sent++ || wc.status != IBV_WC_SUCCESS;
+		if (ibv_poll_cq(d->cq, 1, &wc) == 1 && wc.qp_num == p->qp_num)
+			bad += wc.wr_id != 600u + recvd++ || wc.status != IBV_WC_SUCCESS ||
+			       wc.byte_len != 64;
+	}
+	bad += !!memcmp(src, dst, RNR_N * 64);
+	result(ok && sent == RNR_N && recvd == RNR_N && !bad,
+	       "%s -> %s: once receives are posted, the %d SENDs land in order (%d sent, %d received, %d bad)",
+	       r->name, d->name, RNR_N, sent, recvd, bad);
+	ibv_destroy_qp(s);
+	ibv_destroy_qp(p);
+}
+
 /*
  * srdma READs a long message from the peer: over a link that loses some of the responses, the
  * peer goes on sending the rest of them before it answers the READ asked again from the gap.
@@ -561,5 +645,6 @@ int main(int argc, char **argv)
 	reuse_after_reset();
 	destroy_in_flight();
 	atomic_write_both_ways(0, 0);
+	rnr_waits();
 	tap_done();
 }

@@ -628,9 +628,12 @@ pub(crate) fn response(
     let failed = complete(dev, q, &attr, &mut sq.ci, &mut wr, pkt, now);
     if wr.progress() != before {
         // Progress (a long READ's responses included): the timer starts again, with all its
-        // retries.
+        // retries; an RNR NAK that acknowledged what came before the refused request keeps
+        // its own time.
         wr.retries = Some(attr.retry_cnt);
-        wr.deadline = timeout_ns(&attr).map(|t| now + t);
+        if !wr.rnr_wait {
+            wr.deadline = timeout_ns(&attr).map(|t| now + t);
+        }
     }
     if wr.inflight.is_empty() {
         wr.deadline = None;
@@ -699,10 +702,16 @@ fn complete(
                     }
                     let status = match aeth.syndrome & 0x1f {
                         0 => {
-                            // PSN sequence error: send again from the PSN it names.
+                            // PSN sequence error: send again from the PSN it names. A
+                            // responder that refused a request for want of a receive takes
+                            // the requests behind it for lost ones and says so: that NAK
+                            // names the refused PSN, which goes again when the RNR timer
+                            // says, not at once into the next refusal.
                             q.counters.send.inc(Counter::PacketSeqErr);
-                            trace::srdma_retransmit(q.qpn, psn, Resend::NakSeq as u32);
-                            resend(dev, q, attr, wr, psn);
+                            if !wr.rnr_wait {
+                                trace::srdma_retransmit(q.qpn, psn, Resend::NakSeq as u32);
+                                resend(dev, q, attr, wr, psn);
+                            }
                             return false;
                         }
                         1 => WcStatus::RemInvReqErr,
