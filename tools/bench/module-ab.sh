@@ -18,16 +18,33 @@
 # MODE_KIND_SIZE, e.g. `env INLINE=/tmp/inline TESTS="inline_lat_256 sge_lat_256
 # inline_bw_256 sge_bw_256"` (typical latency in µs, bandwidth in MB/s).
 # On the wire (RoCEv2 packets between two namespaces, make bench's srdma-wire): `env WIRE=1`.
+# What moved the figures: `env COUNTERS="rcvd_rnr_err out_of_sequence"` prints after each figure
+# how much each of those hw_counters moved during its run, summed over the two devices.
 [ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
 . "$(dirname "$0")/pair.sh"
 # What srdma.ko needs (ib_uverbs, the UDP tunnel) is loaded once; insmod does not resolve it.
 modprobe srdma && rmmod srdma
 port=19500
-# Prints the typical latency (µs) of a latency test, else the average bandwidth (MB/s).
+# counters: the sum over the pair's two devices of each hw_counter COUNTERS names.
+counters() {
+	local c d sum
+	for c in ${COUNTERS:-}; do
+		sum=0
+		for d in $dev_a $dev_b; do
+			sum=$((sum + $(cat "/sys/class/infiniband/$d/ports/1/hw_counters/$c")))
+		done
+		echo "$c $sum"
+	done
+}
+# Prints the typical latency (µs) of a latency test, else the average bandwidth (MB/s), then
+# what the COUNTERS moved (name+N).
 run() {
-	local p=$1
+	local p=$1 before
 	port=$((port + 1))
+	before=$(counters)
 	bench_perftest $port "$@" | awk -v p="$p" '{ if (p ~ /lat/) print $5; else print $4 }'
+	[ -z "${COUNTERS:-}" ] ||
+		paste <(echo "$before") <(counters) | awk '{ printf " %s+%d", $1, $4 - $2 }'
 }
 # run_inline MODE KIND SIZE: inline.c's figure of KIND (lat, bw) for MODE (inline, sge).
 run_inline() {
@@ -58,7 +75,13 @@ fi
 for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
-	if [ "${WIRE:-0}" = 1 ]; then bench_wire_up; else srdma_pair_up; fi
+	if [ "${WIRE:-0}" = 1 ]; then
+		bench_wire_up
+		dev_a=srdma_wa dev_b=srdma_wb
+	else
+		srdma_pair_up
+		dev_a=srdma_a dev_b=srdma_b
+	fi
 	line="$mod round $round:"
 	for t in $tests; do
 		case $t in
@@ -66,7 +89,7 @@ for arg in "${order[@]}"; do
 			IFS=_ read -r m k s <<< "$t"
 			line+=" $t $(run_inline "$m" "$k" "$s")"
 			;;
-		*) line+=" $t $(run ${runs[$t]:?"no test $t (module-ab.sh names them)"})" ;;
+		*) line+=" $t $(run ${runs[$t]:?"no test $t (module-ab.sh names them)"} | tr -d '\n')" ;;
 		esac
 	done
 	echo "$line"
