@@ -30,7 +30,7 @@ counters() {
 	local c d sum
 	for c in ${COUNTERS:-}; do
 		sum=0
-		for d in $dev_a $dev_b; do
+		for d in $pair_a $pair_b; do
 			sum=$((sum + $(cat "/sys/class/infiniband/$d/ports/1/hw_counters/$c")))
 		done
 		echo "$c $sum"
@@ -75,13 +75,7 @@ fi
 for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
-	if [ "${WIRE:-0}" = 1 ]; then
-		bench_wire_up
-		dev_a=srdma_wa dev_b=srdma_wb
-	else
-		srdma_pair_up
-		dev_a=srdma_a dev_b=srdma_b
-	fi
+	if [ "${WIRE:-0}" = 1 ]; then bench_wire_up; else srdma_pair_up; fi
 	line="$mod round $round:"
 	for t in $tests; do
 		case $t in

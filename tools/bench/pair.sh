@@ -5,22 +5,29 @@
 # The kselftests' helpers, as `make ktest` installed them.
 . "${SRDMA_KSELFTEST:?no SRDMA_KSELFTEST: run through tools/vm/run.sh}/lib.sh"
 
-# bench_perftest PORT PROG ARGS...: PROG's server on srdma_a (vCPU 0) and client on srdma_b
+# pair_loopback: bench_perftest runs between srdma_pair_up's two devices (server, client),
+# which take the loopback transport; bench_wire_up switches to the wire pair.
+pair_loopback() {
+	SRDMA_WIRE_NS= pair_a=srdma_a pair_b=srdma_b
+}
+pair_loopback
+
+# bench_perftest PORT PROG ARGS...: PROG's server on $pair_a (vCPU 0) and client on $pair_b
 # (vCPU 1) over TCP port PORT; prints the client's last result line. With SRDMA_WIRE_NS set
-# (bench_wire_up), the two run in the namespaces bench_a and bench_b, where every message goes
-# on the wire.
+# (bench_wire_up), the two run in the namespaces of make bench's srdma-wire pair, where every
+# message goes on the wire.
 bench_perftest() {
-	local port=$1 p=$2 srv sns=() cns=() dev_a=srdma_a dev_b=srdma_b addr=10.51.0.1
+	local port=$1 p=$2 srv sns=() cns=() addr=10.51.0.1
 	shift 2
 	if [ -n "${SRDMA_WIRE_NS:-}" ]; then
-		sns=(ip netns exec bench_a) cns=(ip netns exec bench_b)
-		dev_a=srdma_wa dev_b=srdma_wb addr=$SRV_ADDR
+		sns=(ip netns exec "$SRV_NS") cns=(ip netns exec "$CLI_NS")
+		addr=$SRV_ADDR
 	fi
-	timeout 120 "${sns[@]}" taskset -c 0 "$p" -F -d "$dev_a" -x "$ga" -p "$port" "$@" \
+	timeout 120 "${sns[@]}" taskset -c 0 "$p" -F -d "$pair_a" -x "$ga" -p "$port" "$@" \
 		> /tmp/srv.log 2>&1 &
 	srv=$!
-	wait_for 10 tcp_listening "$port" ${SRDMA_WIRE_NS:+bench_a}
-	timeout 110 "${cns[@]}" taskset -c 1 "$p" -F -d "$dev_b" -x "$gb" -p "$port" "$@" \
+	wait_for 10 tcp_listening "$port" ${SRDMA_WIRE_NS:+"$SRV_NS"}
+	timeout 110 "${cns[@]}" taskset -c 1 "$p" -F -d "$pair_b" -x "$gb" -p "$port" "$@" \
 		"$addr" > /tmp/cli.log 2>&1
 	wait "$srv"
 	grep -E "^ *[0-9]+ +[0-9]+ " /tmp/cli.log | tail -1
@@ -31,8 +38,9 @@ bench_perftest() {
 bench_wire_up() {
 	. "$(dirname "${BASH_SOURCE[0]}")/variants.sh"
 	variant_srdma_wire_setup > /dev/null || return 1
-	ga=$GID_INDEX gb=$GID_INDEX SRDMA_WIRE_NS=1
+	ga=$GID_INDEX gb=$GID_INDEX SRDMA_WIRE_NS=1 pair_a=$SRV_DEV pair_b=$CLI_DEV
 }
 bench_wire_down() {
 	variant_srdma_wire_teardown
+	pair_loopback
 }
