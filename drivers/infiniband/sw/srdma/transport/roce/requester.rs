@@ -122,85 +122,124 @@ fn psn_before(a: u32, b: u32) -> bool {
     d != 0 && d < PSN_MASK / 2
 }
 
-/// The WQEs in flight, oldest first.
+/// The WQEs in flight, oldest first: a ring of slots that grows when the window outgrows it
+/// and is kept while WQEs come and go, so that a message costs no allocation (an allocation
+/// that may sleep would also let the engine's workers preempt the kick that holds the SQ,
+/// only to wait for it).
 struct Queue {
-    /// Retired entries before `head` are `None` until the vector is rebuilt.
-    v: KVec<Option<InFlight>>,
+    /// Slot `(head + i) % slots.len()` holds the `i`-th oldest of `len`; the others are `None`.
+    slots: KVec<Option<InFlight>>,
     head: usize,
+    len: usize,
 }
 
 impl Queue {
     const fn new() -> Self {
         Self {
-            v: KVec::new(),
+            slots: KVec::new(),
             head: 0,
+            len: 0,
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.head == self.v.len()
+        self.len == 0
     }
 
     fn len(&self) -> usize {
-        self.v.len() - self.head
+        self.len
+    }
+
+    /// The slot of the `i`-th oldest; `i < len`, so there are slots.
+    fn slot(&self, i: usize) -> usize {
+        (self.head + i) % self.slots.len().max(1)
+    }
+
+    /// The slots in flight, as the part up to the ring's end and the part wrapped around.
+    fn parts(&self) -> (&[Option<InFlight>], &[Option<InFlight>]) {
+        let n = self.slots.len();
+        let first = self.len.min(n - self.head.min(n));
+        let head = &self.slots[self.head.min(n)..];
+        (&head[..first], &self.slots[..self.len - first])
     }
 
     fn iter(&self) -> impl Iterator<Item = &InFlight> {
-        self.v[self.head..].iter().flatten()
+        let (a, b) = self.parts();
+        Iterator::chain(a.iter(), b.iter()).flatten()
     }
 
     fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
-        self.v[self.head..].iter_mut().flatten()
+        let n = self.slots.len();
+        let first = self.len.min(n - self.head.min(n));
+        let (wrapped, head) = self.slots.split_at_mut(self.head.min(n));
+        let wrapped_len = self.len - first;
+        Iterator::chain(head[..first].iter_mut(), wrapped[..wrapped_len].iter_mut()).flatten()
     }
 
     fn first(&self) -> Option<&InFlight> {
-        self.v.get(self.head)?.as_ref()
+        if self.is_empty() {
+            return None;
+        }
+        self.slots.get(self.head)?.as_ref()
     }
 
     fn first_mut(&mut self) -> Option<&mut InFlight> {
-        self.v.get_mut(self.head)?.as_mut()
+        if self.is_empty() {
+            return None;
+        }
+        self.slots.get_mut(self.head)?.as_mut()
     }
 
     fn last(&self) -> Option<&InFlight> {
-        self.v.last()?.as_ref()
+        let i = self.len.checked_sub(1)?;
+        self.slots.get(self.slot(i))?.as_ref()
     }
 
     fn pop_front(&mut self) -> Option<InFlight> {
-        let f = self.v.get_mut(self.head)?.take();
-        self.head += 1;
         if self.is_empty() {
-            self.clear();
+            return None;
         }
+        let f = self.slots.get_mut(self.head)?.take();
+        self.len -= 1;
+        self.head = if self.len == 0 { 0 } else { self.slot(1) };
         f
     }
 
     fn push(&mut self, f: InFlight) -> Result {
-        if self.head > 0 && self.v.len() == self.v.capacity() {
-            // Rebuilt without the retired entries rather than grown.
-            let old = core::mem::take(&mut self.v);
-            let mut v = KVec::with_capacity(old.len() - self.head + 1, GFP_KERNEL)?;
-            for e in old.into_iter().skip(self.head) {
-                v.push(e, GFP_KERNEL)?;
-            }
-            self.v = v;
-            self.head = 0;
+        if self.len == self.slots.len() {
+            self.grow()?;
         }
-        self.v.push(Some(f), GFP_KERNEL)?;
+        let i = self.slot(self.len);
+        let slot = self.slots.get_mut(i).ok_or(EINVAL)?;
+        *slot = Some(f);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Moves the WQEs in flight to a ring twice as large, oldest first.
+    fn grow(&mut self) -> Result {
+        let n = (self.slots.len() * 2).max(4);
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..self.len {
+            let at = self.slot(i);
+            let f = self.slots.get_mut(at).and_then(Option::take);
+            slots.push(f, GFP_KERNEL)?;
+        }
+        for _ in self.len..n {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        self.slots = slots;
+        self.head = 0;
         Ok(())
     }
 
     fn clear(&mut self) {
-        self.v = KVec::new();
-        self.head = 0;
+        *self = Self::new();
     }
 
-    fn take(&mut self) -> KVec<Option<InFlight>> {
-        let mut v = core::mem::take(&mut self.v);
-        for e in v[..self.head].iter_mut() {
-            *e = None;
-        }
-        self.head = 0;
-        v
+    /// Takes all that is in flight, leaving the queue empty.
+    fn take(&mut self) -> Self {
+        core::mem::replace(self, Self::new())
     }
 }
 
@@ -550,7 +589,7 @@ fn retire_head(q: &QpShared, ci: &mut u32, wr: &mut WireReq, status: WcStatus) -
     let failed = comp::retire(q, ci, &f.wqe, status, false).unwrap_or(true);
     if failed {
         let rest = wr.inflight.take();
-        for f in rest.iter().flatten() {
+        for f in rest.iter() {
             let _ = comp::retire(q, ci, &f.wqe, WcStatus::WrFlushErr, true);
         }
         wr.clear(*ci);
