@@ -17,7 +17,7 @@
 //! responder.
 
 use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     impl_has_hr_timer, impl_has_work, net,
     net::skb::SkBuff,
@@ -41,10 +41,6 @@ const RECEIVED: u64 = 2;
 /// The most received packets waiting for the engine; more are dropped (and counted), as a NIC
 /// drops what its receive ring cannot hold.
 const RX_BACKLOG: usize = 4096;
-
-/// The most received packets one run of the receive work carries out; what arrived beyond
-/// them waits for its next run, after the queue's other work had its chance.
-const RX_BUDGET: usize = 256;
 
 /// How long the retry work waits before it tries again when it had no memory.
 const RETRY_AFTER_ENOMEM_NS: u64 = 1_000_000;
@@ -83,10 +79,6 @@ pub(crate) struct Worker {
     rx: SpinLockIrqSave<KVec<SkBuff>>,
     /// Packets dropped because [`Worker::rx`] was full; the receive work counts them.
     rx_overflow: AtomicU64,
-    /// Whether the receive work is queued or running and looks at [`Worker::rx`] again before
-    /// it ends. A packet that arrives meanwhile does not queue it: queueing a running work
-    /// item wakes an idle worker only to hand the item back, two context switches per packet.
-    rx_scheduled: AtomicBool,
     /// The network device of the srdma device, which finds the device while it is registered.
     ndev: ARef<net::device::Device>,
 }
@@ -129,7 +121,6 @@ impl Worker {
                 rx_work <- new_work!("srdma::Worker::rx_work"),
                 rx <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::rx"),
                 rx_overflow: AtomicU64::new(0),
-                rx_scheduled: AtomicBool::new(false),
                 ndev,
             }),
             GFP_KERNEL,
@@ -198,28 +189,7 @@ impl Worker {
             // Freed outside the lock.
             drop(skb);
         }
-        // Pairs with the receive work's swap when it finds the backlog empty (see there).
-        if !self.rx_scheduled.swap(true, Ordering::SeqCst) {
-            let _ = queue.enqueue::<_, RECEIVED>(self.clone());
-        }
-    }
-
-    /// Takes the packets waiting for the receive work; none when the work may end. Packets
-    /// queued after the work found the backlog empty are either seen by its second look here,
-    /// or queued the work again themselves: `received` pushes before it tests the flag, and
-    /// this clears the flag before it looks again.
-    fn rx_batch(&self) -> KVec<SkBuff> {
-        loop {
-            let packets = core::mem::take(&mut *self.rx.lock());
-            if !packets.is_empty() {
-                return packets;
-            }
-            self.rx_scheduled.swap(false, Ordering::SeqCst);
-            if self.rx.lock().is_empty() || self.rx_scheduled.swap(true, Ordering::SeqCst) {
-                // Nothing came, or what came queued the work again.
-                return packets;
-            }
-        }
+        let _ = queue.enqueue::<_, RECEIVED>(self.clone());
     }
 
     /// Whether packets from the wire wait for the receive work.
@@ -332,29 +302,16 @@ impl WorkItem<RECEIVED> for Worker {
 
     fn run(this: Arc<Worker>) {
         let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
-            this.rx_scheduled.store(false, Ordering::SeqCst);
             let gone = core::mem::take(&mut *this.rx.lock());
             drop(gone);
             return;
         };
-        // What arrives while the packets are carried out is taken in the same run, up to a
-        // budget: a peer that keeps sending does not keep this worker from the queue's other
-        // work.
-        let mut done = 0;
-        loop {
-            let packets = this.rx_batch();
-            if packets.is_empty() {
-                break;
-            }
-            done += packets.len();
-            for skb in packets.into_iter() {
-                roce::receive(&dev, skb);
-            }
-            if done >= RX_BUDGET {
-                // The flag stays set: this queues the next run.
-                let _ = dev.queue().enqueue::<_, RECEIVED>(this.clone());
-                break;
-            }
+        // At most one backlog per run: a peer that keeps sending does not keep this worker
+        // from the queue's other work; `received` queues the work again for what arrives
+        // meanwhile.
+        let packets = core::mem::take(&mut *this.rx.lock());
+        for skb in packets.into_iter() {
+            roce::receive(&dev, skb);
         }
         let overflow = this.rx_overflow.swap(0, Ordering::Relaxed);
         if overflow != 0 {
