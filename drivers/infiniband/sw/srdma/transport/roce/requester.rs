@@ -126,6 +126,10 @@ fn psn_before(a: u32, b: u32) -> bool {
 /// and is kept while WQEs come and go, so that a message costs no allocation (an allocation
 /// that may sleep would also let the engine's workers preempt the kick that holds the SQ,
 /// only to wait for it).
+///
+/// # Invariants
+///
+/// `len <= slots.len()`, and `head < slots.len()` unless there are no slots (then it is 0).
 struct Queue {
     /// Slot `(head + i) % slots.len()` holds the `i`-th oldest of `len`; the others are `None`.
     slots: KVec<Option<InFlight>>,
