@@ -35,20 +35,8 @@ static double now_ms(void)
 /* B's cq_events counter; sysfs serves values up to a lifespan (10 ms) old. */
 static long long read_cq_events(void)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
 	usleep(30000);
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/cq_events",
-		 dev_b);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return port_counter(dev_b, "cq_events");
 }
 
 static int moderate(uint16_t count, uint16_t period)

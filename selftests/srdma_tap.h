@@ -30,6 +30,23 @@ static inline __noreturn void tap_done(void)
 	ksft_finished();
 }
 
+/* The hw_counter name of port 1 of RDMA device dev, or -1. */
+static inline long long port_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 /* Opens the RDMA device called name, or returns NULL. */
 static inline struct ibv_context *open_dev(const char *name)
 {

@@ -510,23 +510,6 @@ static void atomic_write_both_ways(int lossy, int peer_rxe)
 #define RNR_TIMER_MS 20.48
 #define RNR_WAIT_MS 400
 
-/* A hw_counter of port 1 of device dev, or -1. */
-static long port_counter(const char *dev, const char *name)
-{
-	char path[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 /*
  * srdma SENDs a batch to a peer QP with no receive posted. The peer answers the first SEND
  * with an RNR NAK and, as rxe's and srdma's responders do, the next one in flight with a NAK
@@ -542,7 +525,7 @@ static void rnr_waits(void)
 	struct ibv_qp_attr a = { .min_rnr_timer = RNR_TIMER };
 	char *src = r->buf, *dst = d->buf + BIG;
 	int ok, sent = 0, recvd = 0, bad = 0;
-	long rnr0, rnrs;
+	long long rnr0, rnrs;
 	double t0, waited, end;
 
 	if (!s || !p || connect_qp(s, r, d, p->qp_num, 700, 800, 14) ||
@@ -564,7 +547,7 @@ static void rnr_waits(void)
 	waited = (now() - t0) * 1000;
 	/* Each wait is the timer and a scheduling delay: no more than one NAK per timer. */
 	result(ok && rnrs >= 1 && rnrs <= waited / RNR_TIMER_MS + 1,
-	       "%s -> %s: %d SENDs to a QP without receives, the peer's RNR timer %.2f ms: %ld RNR NAKs in %.0f ms",
+	       "%s -> %s: %d SENDs to a QP without receives, the peer's RNR timer %.2f ms: %lld RNR NAKs in %.0f ms",
 	       r->name, d->name, RNR_N, RNR_TIMER_MS, rnrs, waited);
 	for (int i = 0; ok && i < RNR_N; i++)
 		ok = !post_recv(p, d, 600 + i, dst + i * 64, 64);

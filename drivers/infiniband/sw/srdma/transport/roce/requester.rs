@@ -154,30 +154,28 @@ impl Queue {
         self.len
     }
 
-    /// The slot of the `i`-th oldest; `i < len`, so there are slots.
+    /// The slot of the `i`-th oldest, for `i < slots.len()`.
     fn slot(&self, i: usize) -> usize {
         (self.head + i) % self.slots.len().max(1)
     }
 
-    /// The slots in flight, as the part up to the ring's end and the part wrapped around.
-    fn parts(&self) -> (&[Option<InFlight>], &[Option<InFlight>]) {
-        let n = self.slots.len();
-        let first = self.len.min(n - self.head.min(n));
-        let head = &self.slots[self.head.min(n)..];
-        (&head[..first], &self.slots[..self.len - first])
+    /// How many of the WQEs in flight lie from `head` to the ring's end; the rest wrapped
+    /// around to its start.
+    fn before_wrap(&self) -> usize {
+        // By the type invariant `head <= slots.len()`.
+        self.len.min(self.slots.len() - self.head)
     }
 
     fn iter(&self) -> impl Iterator<Item = &InFlight> {
-        let (a, b) = self.parts();
-        Iterator::chain(a.iter(), b.iter()).flatten()
+        let first = self.before_wrap();
+        let (wrapped, from_head) = self.slots.split_at(self.head);
+        Iterator::chain(from_head[..first].iter(), wrapped[..self.len - first].iter()).flatten()
     }
 
     fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
-        let n = self.slots.len();
-        let first = self.len.min(n - self.head.min(n));
-        let (wrapped, head) = self.slots.split_at_mut(self.head.min(n));
-        let wrapped_len = self.len - first;
-        Iterator::chain(head[..first].iter_mut(), wrapped[..wrapped_len].iter_mut()).flatten()
+        let (first, len) = (self.before_wrap(), self.len);
+        let (wrapped, from_head) = self.slots.split_at_mut(self.head);
+        Iterator::chain(from_head[..first].iter_mut(), wrapped[..len - first].iter_mut()).flatten()
     }
 
     fn first(&self) -> Option<&InFlight> {
