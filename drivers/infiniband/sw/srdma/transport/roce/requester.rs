@@ -169,13 +169,21 @@ impl Queue {
     fn iter(&self) -> impl Iterator<Item = &InFlight> {
         let first = self.before_wrap();
         let (wrapped, from_head) = self.slots.split_at(self.head);
-        Iterator::chain(from_head[..first].iter(), wrapped[..self.len - first].iter()).flatten()
+        Iterator::chain(
+            from_head[..first].iter(),
+            wrapped[..self.len - first].iter(),
+        )
+        .flatten()
     }
 
     fn iter_mut(&mut self) -> impl Iterator<Item = &mut InFlight> {
         let (first, len) = (self.before_wrap(), self.len);
         let (wrapped, from_head) = self.slots.split_at_mut(self.head);
-        Iterator::chain(from_head[..first].iter_mut(), wrapped[..len - first].iter_mut()).flatten()
+        Iterator::chain(
+            from_head[..first].iter_mut(),
+            wrapped[..len - first].iter_mut(),
+        )
+        .flatten()
     }
 
     fn first(&self) -> Option<&InFlight> {
