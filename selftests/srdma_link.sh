@@ -16,6 +16,11 @@ cleanup() {
 trap cleanup EXIT
 cleanup
 
+# The PIDs of the receive threads of device $1 (a name or pattern; all srdma devices by default).
+rx_threads() {
+	grep -lx -- "${1:-srdma.*}-rx" /proc/[0-9]*/comm 2>/dev/null | cut -d/ -f3
+}
+
 setup_veth "$A" "$B" 10.11.0.1/24 10.11.0.2/24 || skip_all "cannot create a veth pair"
 mac=$(cat /sys/class/net/$A/address)
 
@@ -38,6 +43,11 @@ check_eq "sysfs pkey 0" "0xffff" "$(cat $SYSFS_IB/srdma0/ports/1/pkeys/0)"
 check "sysfs port 1 gid_attrs: RoCE v2" grep -qx "RoCE v2" \
 	$SYSFS_IB/srdma0/ports/1/gid_attrs/types/0
 check "only one device" test "$(rdma_devs)" = srdma0
+rx=$(rx_threads srdma0)
+check "one receive thread, srdma0-rx" test "$(wc -w <<<"$rx")" = 1
+# /proc/PID/stat after "PID (COMM) ": rt_priority and policy are the 38th and 39th fields.
+check_eq "srdma0-rx: SCHED_FIFO (1) at real-time priority 1" "1 1" \
+	"$(sed 's/^.*) //' "/proc/$rx/stat" | awk '{ print $39, $38 }')"
 
 # --- GIDs follow the netdev's addresses
 check "GID: link-local from the MAC" grep -qx "$(eui64_gid "$mac")" <<<"$(gids srdma0)"
@@ -114,6 +124,7 @@ fi
 # --- deletion
 check "link delete srdma0" rdma link delete srdma0
 check "no device after delete" test -z "$(rdma_devs)"
+check "no receive thread after delete" test -z "$(rx_threads srdma0)"
 check_fails_with "delete again: no such device" "Wrong device name" rdma link delete srdma0
 
 # --- a second device on the other end, then the netdev goes away under it
@@ -138,6 +149,7 @@ for i in $(seq 1 25); do
 done
 check_eq "25 add/delete rounds of two devices" 1 "$loops_ok"
 check "no device after the rounds" test -z "$(rdma_devs)"
+check "no receive thread after the rounds" test -z "$(rx_threads)"
 if [ "$leak" = 1 ]; then
 	report=$(kmemleak_report)
 	ours=$(grep -E -B2 -A20 'unreferenced object' <<<"$report" | grep -E 'srdma|ib_|rdma|gid' \

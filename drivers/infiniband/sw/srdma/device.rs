@@ -22,7 +22,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    c_str, net,
+    c_str, fmt, kthread, net,
     net::udp_tunnel::Tunnel,
     prelude::*,
     ratelimit::Ratelimit,
@@ -48,6 +48,7 @@ use kernel::{
         wr::{RecvWrs, SendWrs},
         Device, PortEvent,
     },
+    str::CString,
     sync::Arc,
     types::ARef,
     workqueue::{OwnedQueue, Queue, QueueFlags},
@@ -58,14 +59,19 @@ pub(crate) const PORT: u32 = 1;
 
 /// The per-device state of srdma.
 pub(crate) struct SrdmaDevice {
-    /// Where the device's engine work items run (posted kernel work, retries, received
-    /// packets). First, with [`SrdmaDevice::poll_queue`], so that dropping the device drains
-    /// them (their last runs find the device unregistered) before anything else goes.
+    /// Where the device's engine work items run (posted kernel work, retries). First, with
+    /// [`SrdmaDevice::poll_queue`] and [`SrdmaDevice::rx_thread`], so that dropping the device
+    /// drains them (their last runs find the device unregistered) before anything else goes.
     queue: OwnedQueue,
     /// Where the doorbell poller runs. Not on the engine's queue: its workers have the
     /// highest priority, and a poller that busy-polls there would starve the CPU's
     /// applications.
     poll_queue: OwnedQueue,
+    /// Where the packets from the wire go to the responder and completer: the device's
+    /// receive engine, a thread of its own at the lowest real-time priority. A woken worker of
+    /// the normal policy, even at the highest nice level, waits until a busy-polling
+    /// application on its CPU has used its slice (a tick or more); a real-time one runs at once.
+    rx_thread: kthread::Worker,
     /// The node GUID, EUI-64 from the network device's MAC address, in wire order.
     guid: [u8; 8],
     /// Whether the port was last reported active, so each transition is reported once.
@@ -121,6 +127,11 @@ impl SrdmaDevice {
                 0,
             )?,
             poll_queue: OwnedQueue::new(c_str!("srdma_poll"), QueueFlags::UNBOUND, 0)?,
+            rx_thread: {
+                let rx = kthread::Worker::new(&CString::try_from_fmt(fmt!("{name}-rx"))?)?;
+                rx.set_fifo_low();
+                rx
+            },
             kernel_db: new_pool()?,
             worker: Worker::new(ndev.clone())?,
             poller: Poller::new(ndev)?,
@@ -159,6 +170,10 @@ impl SrdmaDevice {
 
     pub(crate) fn queue(&self) -> &Queue {
         &self.queue
+    }
+
+    pub(crate) fn rx_thread(&self) -> &kthread::Worker {
+        &self.rx_thread
     }
 
     pub(crate) fn poll_queue(&self) -> &Queue {

@@ -14,12 +14,12 @@
 //! a busy send queue moves its retransmission time later, and a hop through the worker for each
 //! would cost a wake-up and two context switches per message. A third takes the packets the
 //! RoCEv2 transport received (in softirq context, where the engine cannot run either) to the
-//! responder.
+//! responder and completer, on the device's receive thread.
 
 use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    impl_has_hr_timer, impl_has_work, net,
+    impl_has_hr_timer, impl_has_kthread_work, impl_has_work, kthread, net,
     net::skb::SkBuff,
     new_spinlock, new_spinlock_irqsave, new_work,
     prelude::*,
@@ -73,7 +73,7 @@ pub(crate) struct Worker {
     #[pin]
     timer: HrTimer<Worker>,
     #[pin]
-    rx_work: Work<Worker, RECEIVED>,
+    rx_work: kthread::Work<Worker, RECEIVED>,
     /// Packets from the wire, queued in softirq context.
     #[pin]
     rx: SpinLockIrqSave<KVec<SkBuff>>,
@@ -86,7 +86,10 @@ pub(crate) struct Worker {
 impl_has_work! {
     impl HasWork<Self, POSTED> for Worker { self.work }
     impl HasWork<Self, RETRY> for Worker { self.retry_work }
-    impl HasWork<Self, RECEIVED> for Worker { self.rx_work }
+}
+
+impl_has_kthread_work! {
+    impl HasWork<RECEIVED> for Worker { self.rx_work }
 }
 
 impl_has_hr_timer! {
@@ -118,7 +121,7 @@ impl Worker {
                     "srdma::Worker::retries"
                 ),
                 timer <- HrTimer::new(),
-                rx_work <- new_work!("srdma::Worker::rx_work"),
+                rx_work <- kthread::Work::new(),
                 rx <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::rx"),
                 rx_overflow: AtomicU64::new(0),
                 ndev,
@@ -169,9 +172,9 @@ impl Worker {
         }
     }
 
-    /// Queues a packet from the wire for the responder or completer, on the device's `queue`;
-    /// called in softirq context.
-    pub(crate) fn received(self: &Arc<Self>, queue: &Queue, skb: SkBuff) {
+    /// Queues a packet from the wire for the responder or completer, on the device's receive
+    /// thread `rx`; called in softirq context.
+    pub(crate) fn received(self: &Arc<Self>, rx: &kthread::Worker, skb: SkBuff) {
         let full = {
             let mut rx = self.rx.lock();
             if rx.len() >= RX_BACKLOG {
@@ -189,7 +192,7 @@ impl Worker {
             // Freed outside the lock.
             drop(skb);
         }
-        let _ = queue.enqueue::<_, RECEIVED>(self.clone());
+        let _ = rx.enqueue::<_, RECEIVED>(self.clone());
     }
 
     /// Whether packets from the wire wait for the receive work.
@@ -297,18 +300,16 @@ impl WorkItem<POSTED> for Worker {
     }
 }
 
-impl WorkItem<RECEIVED> for Worker {
-    type Pointer = Arc<Worker>;
-
+impl kthread::WorkItem<RECEIVED> for Worker {
     fn run(this: Arc<Worker>) {
         let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
             let gone = core::mem::take(&mut *this.rx.lock());
             drop(gone);
             return;
         };
-        // At most one backlog per run: a peer that keeps sending does not keep this worker
-        // from the queue's other work; `received` queues the work again for what arrives
-        // meanwhile.
+        // One backlog per run; `received` queues the work again for what arrives meanwhile. A
+        // peer that keeps sending keeps this real-time thread busy no longer than the softirqs
+        // that deliver its packets keep their CPU, and what is beyond the backlog is dropped.
         let packets = core::mem::take(&mut *this.rx.lock());
         for skb in packets.into_iter() {
             roce::receive(&dev, skb);

@@ -62,7 +62,7 @@ impl Receiver for Rx {
             return;
         };
         let worker = dev.worker().clone();
-        worker.received(dev.queue(), skb.into_skb());
+        worker.received(dev.rx_thread(), skb.into_skb());
     }
 }
 
