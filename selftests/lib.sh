@@ -130,6 +130,20 @@ load_srdma() {
 	modprobe srdma 2>/dev/null || skip_all "srdma.ko cannot be loaded"
 }
 
+# load_rxe: loads rdma_rxe; unload_rxe (from the suite's cleanup) unloads it if load_rxe did,
+# so that a suite leaves the module as it found it (srdma_link.sh wants UDP 4791 free of rxe).
+load_rxe() {
+	[ -d /sys/module/rdma_rxe ] && return 0
+	modprobe rdma_rxe 2>/dev/null && RXE_LOADED_HERE=1
+}
+unload_rxe() {
+	if [ "${RXE_LOADED_HERE:-0}" = 1 ]; then
+		# Processes just killed may hold its devices a moment longer.
+		wait_for 10 modprobe -r rdma_rxe 2>/dev/null && RXE_LOADED_HERE=0
+	fi
+	return 0
+}
+
 # setup_veth A B ADDR_A ADDR_B: a veth pair, both ends up, with IPv4 addresses.
 setup_veth() {
 	ip link add "$1" type veth peer name "$2" || return 1

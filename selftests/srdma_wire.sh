@@ -9,7 +9,6 @@
 . "$(dirname "$0")/wire_lib.sh"
 require_cmd rdma ip ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong rping ib_send_bw timeout
 load_srdma
-modprobe rdma_rxe 2>/dev/null || skip_all "rdma_rxe not available"
 
 NS=srdma_wire
 R=rw0 S=rw1
@@ -19,11 +18,14 @@ cleanup() {
 	kill $(jobs -p) 2>/dev/null
 	in_ns rdma link delete srdma_w 2>/dev/null
 	rdma link delete rxe_w 2>/dev/null
+	unload_rxe
 	ip link del "$R" 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
 }
 trap cleanup EXIT
 cleanup
+# Loaded after the first cleanup, so that only the one at exit unloads it.
+load_rxe || skip_all "rdma_rxe not available"
 
 ip netns add "$NS" || skip_all "cannot create a network namespace"
 ip link add "$R" type veth peer name "$S" netns "$NS" || skip_all "cannot create a veth pair"

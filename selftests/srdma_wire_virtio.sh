@@ -10,7 +10,6 @@
 . "$(dirname "$0")/wire_lib.sh"
 require_cmd rdma ip ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong rping ib_send_bw timeout
 load_srdma
-modprobe rdma_rxe 2>/dev/null || skip_all "rdma_rxe not available"
 
 mapfile -t nics < <(virtio_nics)
 [ "${#nics[@]}" -ge 2 ] || skip_all \
@@ -24,6 +23,7 @@ cleanup() {
 	kill $(jobs -p) 2>/dev/null
 	in_ns rdma link delete srdma_w 2>/dev/null
 	rdma link delete rxe_v 2>/dev/null
+	unload_rxe
 	# A NIC returns to the initial namespace when its namespace goes.
 	ip netns del "$NS" 2>/dev/null
 	ip addr flush dev "$R" 2>/dev/null
@@ -32,6 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT
 cleanup
+# Loaded after the first cleanup, so that only the one at exit unloads it.
+load_rxe || skip_all "rdma_rxe not available"
 
 # A device on a NIC sits under the NIC's device, as hardware RDMA functions do: tools find the
 # network interface through /sys/class/infiniband/DEV/device/net/.
