@@ -65,8 +65,9 @@ use core::{
     sync::atomic::{AtomicBool, Ordering},
 };
 
-/// What an object does when its [`HrTimer`] expires.
-pub trait HrTimerCallback: HasHrTimer + Send + Sync + Sized {
+/// What an object does when its [`HrTimer`] expires. `'static`: the callback runs later, in
+/// another context, when whatever the object borrowed may be gone.
+pub trait HrTimerCallback: HasHrTimer + Send + Sync + Sized + 'static {
     /// Runs once per start of the timer that was not cancelled, in softirq context.
     fn run(this: ArcBorrow<'_, Self>);
 }
