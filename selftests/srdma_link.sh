@@ -45,9 +45,15 @@ check "sysfs port 1 gid_attrs: RoCE v2" grep -qx "RoCE v2" \
 check "only one device" test "$(rdma_devs)" = srdma0
 rx=$(rx_threads srdma0)
 check "one receive thread, srdma0-rx" test "$(wc -w <<<"$rx")" = 1
-# /proc/PID/stat after "PID (COMM) ": rt_priority and policy are the 38th and 39th fields.
-check_eq "srdma0-rx: SCHED_FIFO (1) at real-time priority 1" "1 1" \
-	"$(sed 's/^.*) //' "/proc/$rx/stat" | awk '{ print $39, $38 }')"
+# /proc/PID/stat after "PID (COMM) ": nice and policy are the 17th and 39th fields.
+check_eq "srdma0-rx: normal policy (0) at nice -20" "0 -20" \
+	"$(sed 's/^.*) //' "/proc/$rx/stat" | awk '{ print $39, $17 }')"
+if grep -q '^se.slice ' "/proc/$rx/sched" 2>/dev/null; then
+	check_eq "srdma0-rx: a time slice of 0.1 ms" 100000 \
+		"$(awk '/^se.slice / { print $3 }' "/proc/$rx/sched")"
+else
+	skip "srdma0-rx: a time slice of 0.1 ms" "no se.slice in /proc/PID/sched (CONFIG_SCHED_DEBUG)"
+fi
 
 # --- GIDs follow the netdev's addresses
 check "GID: link-local from the MAC" grep -qx "$(eui64_gid "$mac")" <<<"$(gids srdma0)"

@@ -4,10 +4,10 @@
 //! work items one at a time, in the order they were queued.
 //!
 //! The workers of a work queue are shared, and the most a queue can ask of the scheduler is a
-//! nice value: a woken worker of the normal policy waits until the task running on its CPU has
-//! used its slice. A worker thread belongs to its owner, who can give it a real-time policy, so
-//! that work standing in for hardware (a NIC's receive engine) preempts a busy-polling task
-//! when it arrives.
+//! nice value: a woken worker waits until the task running on its CPU has used its time slice.
+//! A worker thread belongs to its owner, who can give it a short slice of its own, so that work
+//! standing in for hardware (a NIC's receive engine) preempts a busy-polling task when it
+//! arrives.
 //!
 //! A [`Work<T>`] is a field of a `T` that lives in an [`Arc`]. Queueing it hands one reference
 //! to the worker, which gives it to [`WorkItem::run`]; so an item never runs on a freed object.
@@ -43,7 +43,7 @@
 //! }
 //!
 //! let worker = Worker::new(c_str!("kthread_doc"))?;
-//! worker.set_fifo_low();
+//! worker.set_normal_slice(-20, 100_000)?;
 //! let c = Arc::pin_init(
 //!     pin_init!(Counter { work <- Work::new(), runs: AtomicU32::new(0) }),
 //!     GFP_KERNEL,
@@ -55,13 +55,20 @@
 //! ```
 
 use crate::{
-    bindings, c_str, error::from_err_ptr, init::PinInit, pin_init, prelude::*, str::CStr,
-    sync::Arc, types::Opaque,
+    bindings, c_str,
+    error::{from_err_ptr, to_result},
+    init::PinInit,
+    pin_init,
+    prelude::*,
+    str::CStr,
+    sync::Arc,
+    types::Opaque,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 
-/// What an object does when its [`Work`] with this `ID` runs.
-pub trait WorkItem<const ID: u64 = 0>: HasWork<ID> + Send + Sync + Sized {
+/// What an object does when its [`Work`] with this `ID` runs. `'static`: the item runs later,
+/// on another thread, when whatever the object borrowed may be gone.
+pub trait WorkItem<const ID: u64 = 0>: HasWork<ID> + Send + Sync + Sized + 'static {
     /// Runs in the worker's thread, which may sleep, with the reference that queueing the
     /// item handed over.
     fn run(this: Arc<Self>);
@@ -208,16 +215,6 @@ impl Worker {
         })
     }
 
-    /// Gives the thread the lowest real-time priority (`SCHED_FIFO`): it preempts the tasks of
-    /// the normal policies when it has work, and yields to every other real-time task. Work
-    /// that a peer can keep coming must bound itself: the thread gives the CPU to normal tasks
-    /// only as real-time throttling allows.
-    pub fn set_fifo_low(&self) {
-        // SAFETY: The worker is ours and its thread runs until the drop (type invariant), so
-        // `task` is set and the task is alive.
-        unsafe { bindings::sched_set_fifo_low((*self.ptr.as_ptr()).task) };
-    }
-
     /// Queues `item`'s [`Work`] with `ID`; gives `item` back if it is pending already (it will
     /// run once for both). An item belongs to the first worker it is queued on: the kernel
     /// warns if it is queued on another.
@@ -237,6 +234,24 @@ impl Worker {
             // SAFETY: Not queued: the reference leaked above is still ours.
             Err(unsafe { Arc::from_raw(t) })
         }
+    }
+
+    /// Keeps the thread in the normal policy at `nice`, with a time slice of `slice_ns`, which
+    /// the scheduler holds to 0.1-100 ms. A woken thread with a slice shorter than the running
+    /// task's preempts it when it is due first (EEVDF's `PREEMPT_SHORT`), where with the
+    /// default slice it waits until that task has used its own, a scheduler tick or more; and
+    /// unlike a real-time thread it is woken on an idle CPU if there is one.
+    pub fn set_normal_slice(&self, nice: i32, slice_ns: u64) -> Result {
+        let attr = bindings::sched_attr {
+            size: core::mem::size_of::<bindings::sched_attr>() as u32,
+            sched_policy: bindings::SCHED_NORMAL,
+            sched_nice: nice,
+            sched_runtime: slice_ns,
+            ..Default::default()
+        };
+        // SAFETY: The worker is ours and its thread runs until the drop (type invariant), so
+        // `task` is set and the task is alive; `attr` is valid and outlives the call.
+        to_result(unsafe { bindings::sched_setattr_nocheck((*self.ptr.as_ptr()).task, &attr) })
     }
 
     /// Waits until every item queued before the call has run. Must not be called from an item

@@ -307,9 +307,7 @@ impl kthread::WorkItem<RECEIVED> for Worker {
             drop(gone);
             return;
         };
-        // One backlog per run; `received` queues the work again for what arrives meanwhile. A
-        // peer that keeps sending keeps this real-time thread busy no longer than the softirqs
-        // that deliver its packets keep their CPU, and what is beyond the backlog is dropped.
+        // One backlog per run; `received` queues the work again for what arrives meanwhile.
         let packets = core::mem::take(&mut *this.rx.lock());
         for skb in packets.into_iter() {
             roce::receive(&dev, skb);
