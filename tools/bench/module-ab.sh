@@ -55,6 +55,9 @@ run_inline() {
 declare -A runs=(
 	[send_lat8]="ib_send_lat -s 8 -n 3000"
 	[write_lat8]="ib_write_lat -s 8 -n 3000"
+	[read_lat8]="ib_read_lat -s 8 -n 3000"
+	[send_bw8]="ib_send_bw -s 8 -n 5000"
+	[write_bw8]="ib_write_bw -s 8 -n 5000"
 	[send_bw64]="ib_send_bw -s 64 -n 5000"
 	[write_bw64_l32]="ib_write_bw -s 64 -n 40960 -l 32 -Q 32"
 	[write_bw64K]="ib_write_bw -s 65536 -n 2000"
