@@ -27,7 +27,7 @@ perftest() {
 	# rdma_cm failures leave the server waiting: give up sooner.
 	case " $* " in *" -R "*) listening=cm_listening limit=20 ;; esac
 	out=$(mktemp)
-	for try in 1 2; do
+	for try in 1 2 3; do
 		timeout "$limit" "$prog" -d srdma_a -p "$port" -F "$@" > "$out.srv" 2>&1 &
 		srv=$!
 		# Starting takes a while under emulation; if the listener is not seen, try anyway.
@@ -37,9 +37,9 @@ perftest() {
 		wait "$srv"
 		src=$?
 		# perftest calibrates its cycle counter against the clock first; on a busy host
-		# under emulation the two may not line up, and it prints no figures (inf): once
-		# more.
-		grep -q 'Correlation coefficient r^2' "$out" && [ "$try" = 1 ] || break
+		# under emulation the two may not line up, and it prints no figures (inf): up to
+		# twice more (twice in a row happened).
+		grep -q 'Correlation coefficient r^2' "$out" && [ "$try" -lt 3 ] || break
 		diag "$desc: perftest could not calibrate its clock; running it again"
 		port=$((port + 1))
 	done
