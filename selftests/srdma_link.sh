@@ -52,7 +52,7 @@ if grep -q '^se.slice ' "/proc/$rx/sched" 2>/dev/null; then
 	check_eq "srdma0-rx: a time slice of 0.1 ms" 100000 \
 		"$(awk '/^se.slice / { print $3 }' "/proc/$rx/sched")"
 else
-	skip "srdma0-rx: a time slice of 0.1 ms" "no se.slice in /proc/PID/sched (CONFIG_SCHED_DEBUG)"
+	skip "srdma0-rx: a time slice of 0.1 ms" "no se.slice in /proc/PID/sched (SCHED_DEBUG)"
 fi
 
 # --- GIDs follow the netdev's addresses
