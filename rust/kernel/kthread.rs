@@ -119,13 +119,8 @@ macro_rules! impl_has_kthread_work {
             unsafe fn work_container_of(
                 ptr: *const $crate::kthread::Work<Self, { $id }>,
             ) -> *const Self {
-                // SAFETY: The caller promises that `ptr` points to the field of a `Self`, which
-                // starts `offset_of!` bytes into it.
-                unsafe {
-                    ptr.cast::<u8>()
-                        .sub(::core::mem::offset_of!(Self, $field))
-                        .cast()
-                }
+                // SAFETY: The caller promises that `ptr` points to the field of a `Self`.
+                unsafe { $crate::container_of!(ptr, Self, $field) }
             }
         }
     };

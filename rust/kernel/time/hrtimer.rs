@@ -114,13 +114,8 @@ macro_rules! impl_has_hr_timer {
             unsafe fn timer_container_of(
                 ptr: *const $crate::time::hrtimer::HrTimer<Self>,
             ) -> *const Self {
-                // SAFETY: The caller promises that `ptr` points to the field of a `Self`, which
-                // starts `offset_of!` bytes into it.
-                unsafe {
-                    ptr.cast::<u8>()
-                        .sub(::core::mem::offset_of!(Self, $field))
-                        .cast()
-                }
+                // SAFETY: The caller promises that `ptr` points to the field of a `Self`.
+                unsafe { $crate::container_of!(ptr, Self, $field) }
             }
         }
     };
