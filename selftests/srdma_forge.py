@@ -36,6 +36,15 @@ does the same up to the pause, then sends the first response again and again and
 else; prints "stale SECONDS" (how long until the target gave up, at most 50), then the
 target's lines as above.
 
+    srdma_forge.py rnr SRC_IP DST_IP TARGET_COMMAND...
+
+has the target send two SENDs and answers as a responder without a receive for the second
+does when the ACK of the first was lost: an RNR NAK (timer 10.24 ms) that names the second and
+so acknowledges the first, and an ACK of the second as soon as it comes again. Prints
+"rnr_wait MS" (from the NAK to the second SEND's next copy, "-" if none came within a second),
+"resent PSN,PSN,..." (what the target sent again until half a second after the ACK, relative to
+its first SEND, "-" for nothing), then the target's "send ..." line and last line.
+
     srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
 
 sends RDMA ATOMIC WRITEs to targets run with TARGET_COMMAND: an honest one, its duplicate with
@@ -54,7 +63,7 @@ import sys
 import time
 import zlib
 
-TARGET_MODES = ("read", "replay", "stale", "atomic_write")
+TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write")
 MODE = sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 if MODE in TARGET_MODES:
     SRC, DST, TARGET = sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -300,6 +309,44 @@ def replay_main():
     print(out[-1] if out else "target printed nothing", flush=True)
 
 
+def sends(rx, secs, want):
+    """The SENDs to OUR_QPN that arrive within secs, until `want` of them (all for 0):
+    [(psn, when)]."""
+    got = []
+    for opcode, _flags, psn, _t in arrivals(rx, secs):
+        if opcode == RC_SEND_ONLY:
+            got.append((psn, time.monotonic()))
+            if len(got) == want:
+                break
+    return got
+
+
+def rnr_main():
+    target = Target()
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    target.proc.stdin.write("send 2 64\n")
+    target.proc.stdin.flush()
+    got = sends(rx, 10, 2)
+    if len(got) != 2:
+        print("sends", ",".join("%x" % q for q, _ in got) or "-", flush=True)
+        target.proc.kill()
+        return
+    p = got[0][0]
+    # AETH: RNR NAK (syndrome 0b01 and timer code 20, 10.24 ms), one message completed.
+    send(raw, bth(RC_ACK, target.qpn, p + 1, 0, ack_req=False) + struct.pack("!I", 0x34000001))
+    nak = time.monotonic()
+    again = sends(rx, 1.0, 1)
+    send(raw, bth(RC_ACK, target.qpn, p + 1, 0, ack_req=False) + struct.pack("!I", 0x1F000002))
+    resent = again + sends(rx, 0.5, 0)
+    print("rnr_wait", "%.1f" % ((again[0][1] - nak) * 1000) if again else "-", flush=True)
+    print("resent", ",".join("%d" % ((q - p) & 0xFFFFFF) for q, _ in resent) or "-",
+          flush=True)
+    print(target.proc.stdout.readline().strip() or "send -", flush=True)
+    out = target.finish()
+    print(out[-1] if out else "target printed nothing", flush=True)
+
+
 def atomic_write_main():
     raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
@@ -401,6 +448,8 @@ if MODE == "read":
     read_main()
 elif MODE in ("replay", "stale"):
     replay_main()
+elif MODE == "rnr":
+    rnr_main()
 elif MODE == "atomic_write":
     atomic_write_main()
 else:

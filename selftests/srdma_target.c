@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * An RC QP whose memory a forged peer reads and writes (srdma_forge.py, modes "read" and
- * "atomic_write"). The QP exposes SIZE bytes, byte i being (i * 7) & 0xff, for RDMA READ and
- * WRITE; path MTU 1024, max_dest_rd_atomic 4.
+ * An RC QP whose memory a forged peer reads and writes, and that reads from and sends to it
+ * (srdma_forge.py's modes that take a TARGET_COMMAND). The QP exposes SIZE bytes, byte i being
+ * (i * 7) & 0xff, for RDMA READ and WRITE; path MTU 1024, max_dest_rd_atomic 4.
  *
  * Prints "QPN PSN RKEY VA" (hex) on one line, reads the peer's "QPN PSN GID" (hex, the GID as
  * 32 digits), connects to it, then waits for a line (or the end of input) and prints the first
@@ -15,6 +15,11 @@
  * ibv_wc_status_str()'s and BYTES "intact" when they are the pattern above (the peer's memory
  * holds it too) or "wrong".
  *
+ * A line "send N LEN" (N at most MAX_SENDS, LEN at most SIZE) posts N signaled SENDs of LEN
+ * bytes at once, waits for their completions (at most 60 s) and prints them in the order they
+ * came as "send STATUS,STATUS,...", each "WR:STATUS" (WR the index of the SEND, STATUS
+ * ibv_wc_status_str()'s), "none" for those that did not come.
+ *
  *   srdma_target DEV GID_INDEX
  */
 #include <infiniband/verbs.h>
@@ -26,6 +31,7 @@
 #include "srdma_tap.h"
 
 #define SIZE 65536
+#define MAX_SENDS 4
 
 static int die(const char *what)
 {
@@ -63,10 +69,43 @@ static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, c
 	return 0;
 }
 
+/* Sends as "send N LEN" in `line` says and prints how the SENDs completed. */
+static int send_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, const char *line)
+{
+	unsigned int n, len, done = 0;
+	time_t end = time(NULL) + 60;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	if (sscanf(line, "send %u %u", &n, &len) != 2 || !n || n > MAX_SENDS || len > SIZE)
+		return die("reading the send command");
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey };
+	for (unsigned int i = 0; i < n; i++) {
+		wr.wr_id = i;
+		if (ibv_post_send(qp, &wr, &bad))
+			return die("posting a SEND");
+	}
+	printf("send ");
+	while (done < n && time(NULL) < end) {
+		if (ibv_poll_cq(qp->send_cq, 1, &wc) != 1)
+			continue;
+		printf("%s%llu:%s", done ? "," : "", (unsigned long long)wc.wr_id,
+		       ibv_wc_status_str(wc.status));
+		done++;
+	}
+	for (; done < n; done++)
+		printf("%snone", done ? "," : "");
+	printf("\n");
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
-				       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+				       .cap = { .max_send_wr = MAX_SENDS, .max_recv_wr = 1,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_READ |
@@ -88,7 +127,7 @@ int main(int argc, char **argv)
 	if (!ctx)
 		return die("opening the device");
 	pd = ibv_alloc_pd(ctx);
-	ia.send_cq = pd ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
+	ia.send_cq = pd ? ibv_create_cq(ctx, 2 * MAX_SENDS, NULL, NULL, 0) : NULL;
 	ia.recv_cq = ia.send_cq;
 	buf = aligned_alloc(4096, SIZE);
 	if (!ia.send_cq || !buf)
@@ -137,7 +176,8 @@ int main(int argc, char **argv)
 	do {
 		if (!fgets(line, sizeof(line), stdin))
 			line[0] = 0;
-	} while (!strncmp(line, "read ", 5) && !read_peer(qp, mr, buf, line));
+	} while ((!strncmp(line, "read ", 5) && !read_peer(qp, mr, buf, line)) ||
+		 (!strncmp(line, "send ", 5) && !send_peer(qp, mr, buf, line)));
 	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
 		return die("query");
 	printf("memory ");

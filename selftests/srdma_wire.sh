@@ -198,6 +198,19 @@ if prog srdma_target; then
 	check_eq "it fails with RETRY_EXC_ERR" "transport retry counter exceeded wrong" \
 		"$(answer read)"
 	check_eq "its QP is in the error state" "6" "$(answer state)"
+
+	# An RNR NAK that also acknowledges the SEND before the refused one (its ACK was lost):
+	# the first completes, the refused one goes again when the NAK's timer (10.24 ms) says,
+	# not when the transport timer (268 ms) would, and alone.
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" rnr "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	[ -n "$(answer send)" ] || diag "forger: $(cat "$out_f")"
+	wait_ms=$(answer rnr_wait)
+	what="an RNR NAK also acknowledging an earlier SEND: the refused one waits $wait_ms ms"
+	check "$what" awk -v m="$wait_ms" 'BEGIN { exit !(m >= 10.24 && m < 150) }'
+	check_eq "only the refused SEND went again" 1 "$(answer resent)"
+	check_eq "both SENDs complete, in order" "0:success,1:success" "$(answer send)"
+	check_eq "the QP stays in RTS" "3" "$(answer state)"
 	rm -f "$out_f"
 fi
 ip addr del "$FORGE_IP/24" dev "$R"
