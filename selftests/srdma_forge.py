@@ -151,6 +151,12 @@ def sent_pkts():
         return int(f.read())
 
 
+def raw_sockets():
+    """A socket to send forged IP packets from and one to see the UDP datagrams that arrive."""
+    return (socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW),
+            socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP))
+
+
 def arrivals(rx, secs):
     """The RoCEv2 packets from DST to OUR_QPN that arrive within secs, one at a time as they
     come: (opcode, flags, psn, transport headers and payload with the ICRC)."""
@@ -212,8 +218,7 @@ class Target:
 def read_main():
     target = Target()
     qpn, rkey, va = target.qpn, target.rkey, target.va
-    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    raw, rx = raw_sockets()
     memory = bytes((i * 7) & 0xFF for i in range(65536))
 
     def read(name, psn, offset, length, key=rkey, quiet=2.0):
@@ -239,22 +244,28 @@ def read_main():
     print(out[-1] if out else "target printed nothing", flush=True)
 
 
-def read_requests(rx, secs, first=False):
-    """The READ requests to OUR_QPN that arrive within secs: [(psn, va, rkey, len)]; with
-    first, only the first of them, as soon as it arrives."""
+def requests(rx, secs, opcode, want=0):
+    """The requests of `opcode` to OUR_QPN that arrive within secs, until `want` of them (all
+    for 0): [(psn, when, transport headers and payload)]."""
     got = []
-    for opcode, _flags, psn, t in arrivals(rx, secs):
-        if opcode == RC_READ_REQUEST:
-            got.append((psn,) + struct.unpack("!QII", t[12:28]))
-            if first:
+    for op, _flags, psn, t in arrivals(rx, secs):
+        if op == opcode:
+            got.append((psn, time.monotonic(), t))
+            if len(got) == want:
                 break
     return got
 
 
+def read_requests(rx, secs, first=False):
+    """The READ requests to OUR_QPN that arrive within secs: [(psn, va, rkey, len)]; with
+    first, only the first of them, as soon as it arrives."""
+    return [(psn,) + struct.unpack("!QII", t[12:28])
+            for psn, _, t in requests(rx, secs, RC_READ_REQUEST, 1 if first else 0)]
+
+
 def replay_main():
     target = Target()
-    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    raw, rx = raw_sockets()
     size, mtu, gap, resent_from = 65536, 1024, 40, 10
     memory = bytes((i * 7) & 0xFF for i in range(size))
     va, rkey = 0x7F0000000000, 0x4242
@@ -309,38 +320,25 @@ def replay_main():
     print(out[-1] if out else "target printed nothing", flush=True)
 
 
-def sends(rx, secs, want):
-    """The SENDs to OUR_QPN that arrive within secs, until `want` of them (all for 0):
-    [(psn, when)]."""
-    got = []
-    for opcode, _flags, psn, _t in arrivals(rx, secs):
-        if opcode == RC_SEND_ONLY:
-            got.append((psn, time.monotonic()))
-            if len(got) == want:
-                break
-    return got
-
-
 def rnr_main():
     target = Target()
-    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    raw, rx = raw_sockets()
     target.proc.stdin.write("send 2 64\n")
     target.proc.stdin.flush()
-    got = sends(rx, 10, 2)
+    got = requests(rx, 10, RC_SEND_ONLY, 2)
     if len(got) != 2:
-        print("sends", ",".join("%x" % q for q, _ in got) or "-", flush=True)
+        print("sends", ",".join("%x" % q for q, *_ in got) or "-", flush=True)
         target.proc.kill()
         return
     p = got[0][0]
     # AETH: RNR NAK (syndrome 0b01 and timer code 20, 10.24 ms), one message completed.
     send(raw, bth(RC_ACK, target.qpn, p + 1, 0, ack_req=False) + struct.pack("!I", 0x34000001))
     nak = time.monotonic()
-    again = sends(rx, 1.0, 1)
+    again = requests(rx, 1.0, RC_SEND_ONLY, 1)
     send(raw, bth(RC_ACK, target.qpn, p + 1, 0, ack_req=False) + struct.pack("!I", 0x1F000002))
-    resent = again + sends(rx, 0.5, 0)
+    resent = again + requests(rx, 0.5, RC_SEND_ONLY)
     print("rnr_wait", "%.1f" % ((again[0][1] - nak) * 1000) if again else "-", flush=True)
-    print("resent", ",".join("%d" % ((q - p) & 0xFFFFFF) for q, _ in resent) or "-",
+    print("resent", ",".join("%d" % ((q - p) & 0xFFFFFF) for q, *_ in resent) or "-",
           flush=True)
     print(target.proc.stdout.readline().strip() or "send -", flush=True)
     out = target.finish()
@@ -348,8 +346,7 @@ def rnr_main():
 
 
 def atomic_write_main():
-    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    rx = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    raw, rx = raw_sockets()
     p = OUR_PSN
 
     def show(got):
