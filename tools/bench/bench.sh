@@ -35,7 +35,7 @@ cc -O2 -Wall -o "$out/bin/inline" "$top/tools/bench/inline.c" -libverbs
 # The guest does not inherit this environment: the settings go on its command line.
 settings=(BENCH_QUICK="$quick" BENCH_KERNEL_KIND="$kind"
 	BENCH_CONFIG_SHA="$(sha256sum < "$out/kernel.config" | cut -c1-16)")
-for var in BENCH_VARIANTS BENCH_TESTS BENCH_SIZES BENCH_RUNS; do
+for var in BENCH_VARIANTS BENCH_TESTS BENCH_SIZES BENCH_RUNS BENCH_MSGRATE; do
 	[ -z "${!var:-}" ] || settings+=("$var=${!var}")
 done
 if [ "$quick" = 1 ]; then timeout=1200; else timeout=${BENCH_TIMEOUT:-7200}; fi

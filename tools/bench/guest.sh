@@ -19,12 +19,15 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	runs=${BENCH_RUNS:-1}
 	xsizes="64 1024 1280"
 	quick=-q
+	# perftest's margin is a quarter of the duration in whole seconds: none below 4 s.
+	bw_secs=2
 else
 	sizes=${BENCH_SIZES:-"2 8 64 256 1024 4096 16384 65536 262144 1048576"}
 	tests=${BENCH_TESTS:-"ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw"}
 	runs=${BENCH_RUNS:-3}
 	xsizes="64 128 256 512 768 1024 1280"
 	quick=
+	bw_secs=4
 fi
 variants=${BENCH_VARIANTS:-$BENCH_VARIANTS_ALL}
 bin=$out/bin
@@ -46,23 +49,29 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug 2>/de
 	echo "perftest $(dpkg-query -W -f='${Version}' perftest 2>/dev/null)"
 	echo "quick ${BENCH_QUICK:-0}"
 	echo "runs $runs"
+	echo "bw_secs $bw_secs"
 	echo "sizes $sizes"
 	echo "pinning server vCPU 0, client vCPU 1"
 	echo "date $(date -u +%Y-%m-%dT%H:%MZ)"
 } > "$out/env.txt"
 
-# iters TEST SIZE: perftest's -n. Latency: enough iterations that the 99.9 % figure rests on
-# at least 10 samples (10000) where a run stays short, the 99 % one (1000) above 4 KiB, neither
-# above 64 KiB (report.py leaves those columns out). Bandwidth: a bounded amount of data.
-iters() {
+# measure TEST SIZE: how long perftest runs. Latency: -n, enough iterations that the 99.9 %
+# figure rests on at least 10 samples (10000) where a run stays short, the 99 % one (1000) above
+# 4 KiB, neither above 64 KiB (report.py leaves those columns out). Bandwidth: -D, the same time
+# for every device, of which perftest measures the middle half (-D 4: a margin of 1 s at each end,
+# outside the ramp-up and the drain); a count of messages would give a fast device a run of a
+# few milliseconds, as short as one of the VM's stalls and mostly ramp-up.
+measure() {
 	local n
 	case $1 in
-	*_lat) if [ "$2" -le 4096 ]; then n=10000; elif [ "$2" -le 65536 ]; then n=1000; else n=100; fi ;;
-	*) n=$((16 * 1048576 / $2)); [ "$n" -le 1000 ] || n=1000; [ "$n" -ge 20 ] || n=20 ;;
+	*_lat)
+		if [ "$2" -le 4096 ]; then n=10000; elif [ "$2" -le 65536 ]; then n=1000; else n=100; fi
+		# The quick run proves the harness, not the figures: a fiftieth, at least 10.
+		[ -z "$quick" ] || { n=$(((n + 49) / 50)); [ "$n" -ge 10 ] || n=10; }
+		echo "-n $n"
+		;;
+	*) echo "-D $bw_secs" ;;
 	esac
-	# The quick run proves the harness, not the figures: a fiftieth, at least 10.
-	[ -z "$quick" ] || { n=$(((n + 49) / 50)); [ "$n" -ge 10 ] || n=10; }
-	echo "$n"
 }
 
 # wait_listen PORT PID: until perftest's server listens (TCP, or rdma_cm with -R) or died.
@@ -204,7 +213,8 @@ for r in $(seq "$runs"); do
 					elif [ "$mode" = inline ] && [ "$s" -gt 1024 ]; then
 						status="n/a:above max inline"
 					else
-						args=(-F -s "$s" -n "$(iters "$t" "$s")")
+						read -ra how <<<"$(measure "$t" "$s")"
+						args=(-F -s "$s" "${how[@]}")
 						[ "$mode" = sge ] || args+=(-I "$s")
 						if run_pair "$base" "$t" "${args[@]}" && ! clock_failed "$base.log" &&
 							[ -n "$(result "$s" "$base.log")" ]; then
@@ -236,7 +246,6 @@ done
 # Message rate: 64 B RDMA WRITEs posted one per call with every one signalled, then one
 # completion per 32 (perftest -Q), then in lists of 32 (-l: one call, one doorbell per list).
 msg_modes=${BENCH_MSGRATE:-"l1q1 l1q32 l32q32"}
-msg_iters=20000
 [ -z "$quick" ] || msg_modes=
 for r in $(seq "$runs"); do
 	for m in $msg_modes; do
@@ -244,7 +253,7 @@ for r in $(seq "$runs"); do
 			use "$v"
 			list=${m#l} list=${list%q*} mod=${m#*q}
 			base=$out/raw/$v/msgrate-$m-r$r
-			if run_pair "$base" ib_write_bw -F -s 64 -n "$msg_iters" -l "$list" -Q "$mod" &&
+			if run_pair "$base" ib_write_bw -F -s 64 -D "$bw_secs" -l "$list" -Q "$mod" &&
 				[ -n "$(result 64 "$base.log")" ]; then
 				status=ok
 			else

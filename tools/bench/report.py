@@ -384,6 +384,20 @@ def write_markdown(d, path):
         "- Percentiles rest on at least 10 samples beyond them or are left out (—): 99.9 % "
         "needs 10000 iterations, 99 % 1000."
     )
+    secs = env.get("bw_secs")
+    if secs:
+        margin = int(secs) // 4
+        window = (
+            f"the middle {int(secs) - 2 * margin} s measured (perftest's margin of {margin} s "
+            "at each end leaves out the ramp-up and the drain)"
+            if margin
+            else "all of it measured"
+        )
+        L.append(
+            f"- Bandwidth and message rate: every run lasts {secs} s (perftest `-D {secs}`), "
+            f"{window}; every device moves data for the same time, whatever its speed, so a "
+            "fast device's figure does not rest on a run of a few milliseconds."
+        )
     L.append(
         "- Counters: the hw_counters that report errors, retries or drops and moved during a "
         "run are listed at the end; a figure with a retry storm behind it says so there."
