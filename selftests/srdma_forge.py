@@ -64,7 +64,9 @@ import time
 import zlib
 
 TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write")
-MODE = sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
+MODE = (
+    sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
+)
 if MODE in TARGET_MODES:
     SRC, DST, TARGET = sys.argv[2], sys.argv[3], sys.argv[4:]
 else:
@@ -166,7 +168,9 @@ def arrivals(rx, secs):
             return
         pkt = rx.recv(65536)
         ihl = (pkt[0] & 0xF) * 4
-        if socket.inet_ntoa(pkt[12:16]) != DST or struct.unpack("!H", pkt[ihl + 2:ihl + 4])[0] != 4791:
+        if socket.inet_ntoa(pkt[12:16]) != DST:
+            continue
+        if struct.unpack("!H", pkt[ihl + 2:ihl + 4])[0] != 4791:
             continue
         t = pkt[ihl + 8:]
         opcode, flags, _pkey, qpn, psn = struct.unpack("!BBHII", t[:12])
@@ -199,7 +203,8 @@ class Target:
     def __init__(self):
         self.proc = subprocess.Popen(TARGET, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
-        self.qpn, _psn, self.rkey, self.va = (int(x, 16) for x in self.proc.stdout.readline().split())
+        fields = self.proc.stdout.readline().split()
+        self.qpn, _psn, self.rkey, self.va = (int(x, 16) for x in fields)
         gid = "00000000000000000000ffff" + socket.inet_aton(SRC).hex()
         self.proc.stdin.write("%x %x %s\n" % (OUR_QPN, OUR_PSN, gid))
         self.proc.stdin.flush()

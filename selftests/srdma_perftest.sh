@@ -37,8 +37,8 @@ perftest() {
 		wait "$srv"
 		src=$?
 		# perftest calibrates its cycle counter against the clock first; on a busy host
-		# under emulation the two may not line up, and it prints no figures (inf): up to
-		# twice more (twice in a row happened).
+		# under emulation the two may not line up, and it prints no figures (inf); that can
+		# happen in consecutive runs, so up to twice more.
 		grep -q 'Correlation coefficient r^2' "$out" && [ "$try" -lt 3 ] || break
 		diag "$desc: perftest could not calibrate its clock; running it again"
 		port=$((port + 1))
