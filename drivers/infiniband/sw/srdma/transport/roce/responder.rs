@@ -267,6 +267,11 @@ pub(crate) fn request(
     let op = h.bth.opcode.operation();
     let psn = h.bth.psn;
     let mut w = qp.wire.lock();
+    // A QP destroyed since this packet found it keeps its state, but destroy forgot the message
+    // under way (under this lock): a QP that is gone answers nothing.
+    if !qp.is_alive() {
+        return Err(Dropped::NotOurs);
+    }
     let epsn = qp.epsn.load(Ordering::Relaxed);
     let ahead = psn.wrapping_sub(epsn) & PSN_MASK;
     if ahead != 0 {
@@ -388,11 +393,15 @@ impl From<Response> for Refusal {
     }
 }
 
-/// Moves `qp` to the error state after a request it NAKed, flushing its receive WQEs.
+/// Moves `qp` to the error state after a request it NAKed, flushing its receive WQEs; a QP
+/// destroyed since (which takes the RQ's lock as it goes) stays as destroy left it.
 fn fail(qp: &Arc<QpShared>) {
+    let mut ci = qp.rq_ci.lock();
+    if !qp.is_alive() {
+        return;
+    }
     qp.enter_error();
     if qp.srq.is_none() {
-        let mut ci = qp.rq_ci.lock();
         crate::comp::flush(qp, false, &mut ci);
     }
 }
