@@ -8,6 +8,8 @@
  *    connection runs from a clean start, and nothing of the first comes back;
  *  - a QP destroyed with 128 MiB of RDMA WRITEs queued and in flight: destroy returns, nothing
  *    of the destroyed QP completes, and the devices go on talking;
+ *  - a QP destroyed while the peer's SENDs stream into it: its packets are dropped, so the
+ *    peer runs out of retries instead of being NAKed, and no receive of it completes;
  *  - RDMA ATOMIC WRITEs (ibv_wr_atomic_write) both ways: 64 in one batch, more than the
  *    responder resources of the connection, each landing whole, and one to an unaligned
  *    address refused;
@@ -46,6 +48,8 @@
 #define NO_QPN 0xfffff0
 /* Seconds a message may take: the debug and KASAN kernels are slow. */
 #define WAIT_S 240
+/* Rounds of destroy_receiving(). */
+#define DESTROY_ROUNDS 4
 
 struct end {
 	const char *name;
@@ -413,6 +417,77 @@ static void destroy_in_flight(void)
 	ibv_destroy_qp(pq);
 }
 
+/*
+ * The srdma end's QP destroyed while the peer's SENDs of 1 MiB stream into it: the packets of
+ * the message under way that arrive as the QP goes are dropped as for a QP that is not there.
+ * So the peer's requester runs out of retries, rather than hearing an invalid-request NAK for
+ * a message the destroyed QP no longer holds, and no receive of the destroyed QP completes
+ * afterwards as flushed. Several rounds, the destroy at a different point of a message each.
+ */
+static void destroy_receiving(void)
+{
+	struct end *s = &ends[0], *p = &ends[1];
+	int ok = 1, rounds = 0, flushed = 0, peer_retried = 0;
+	enum ibv_wc_status peer = IBV_WC_SUCCESS;
+
+	for (int r = 0; r < DESTROY_ROUNDS && ok; r++) {
+		struct ibv_qp *sq = rc_qp(s), *pq = rc_qp(p);
+		struct ibv_wc wc;
+		double end;
+		int done;
+
+		if (!sq || !pq || connect_qp(sq, s, p, pq->qp_num, 20, 21, 14) ||
+		    connect_qp(pq, p, s, sq->qp_num, 21, 20, 8)) {
+			result(0, "destroy receiving: an RC QP on each device, connected");
+			return;
+		}
+		for (int i = 0; i < 16 && ok; i++)
+			ok = !post_recv(sq, s, 100 + i, s->buf + BIG, 1 << 20);
+		for (int i = 0; i < 16 && ok; i++)
+			ok = !post_send(pq, p, IBV_WR_SEND, 200 + i, p->buf, 1 << 20, 0, 0,
+					IBV_SEND_SIGNALED);
+		/* The first message landed: the second is under way. */
+		ok = ok && wait_wc(s, 100, WAIT_S, &wc, NULL) && wc.status == IBV_WC_SUCCESS;
+		usleep(r * 2000);
+		while (ok && ibv_poll_cq(s->cq, 1, &wc) > 0)
+			;
+		ok = ok && !ibv_destroy_qp(sq);
+		rounds += ok;
+		/* The peer's first failure ends its queue: every WQE after it is flushed. */
+		end = now() + WAIT_S;
+		done = 0;
+		while (ok && done < 16 && now() < end) {
+			if (ibv_poll_cq(p->cq, 1, &wc) < 1) {
+				usleep(1000);
+				continue;
+			}
+			done++;
+			if (wc.status == IBV_WC_SUCCESS)
+				continue;
+			peer_retried += wc.status == IBV_WC_RETRY_EXC_ERR;
+			if (wc.status != IBV_WC_RETRY_EXC_ERR)
+				peer = wc.status;
+			break;
+		}
+		if (ok && (done == 16 || now() >= end))
+			printf("# round %d: %d of the peer's 16 SENDs completed, the rest %s\n", r,
+			       done, done == 16 ? "too" : "did not in time");
+		/* A message that landed between the last poll and the destroy may show. */
+		while (ibv_poll_cq(s->cq, 1, &wc) > 0)
+			flushed += wc.status != IBV_WC_SUCCESS;
+		ibv_destroy_qp(pq);
+		while (ibv_poll_cq(p->cq, 1, &wc) > 0)
+			;
+	}
+	result(ok && rounds == DESTROY_ROUNDS && !flushed,
+	       "destroy receiving: %d srdma QPs destroyed in the middle of a 1 MiB SEND, none of their receives flushed afterwards (%d)",
+	       rounds, flushed);
+	result(ok && peer_retried == rounds && peer == IBV_WC_SUCCESS,
+	       "destroy receiving: %s ran out of retries each time (%d of %d), never NAKed (%s)",
+	       p->name, peer_retried, rounds,
+	       peer == IBV_WC_SUCCESS ? "none" : ibv_wc_status_str(peer));
+}
+
 /* An RC QP of end e with the work-request API for ATOMIC WRITE. */
 static struct ibv_qp *atomic_write_qp(struct end *e)
 {
@@ -627,6 +702,7 @@ int main(int argc, char **argv)
 	inline_messages();
 	reuse_after_reset();
 	destroy_in_flight();
+	destroy_receiving();
 	atomic_write_both_ways(0, 0);
 	rnr_waits();
 	tap_done();
