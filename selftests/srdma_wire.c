@@ -8,8 +8,9 @@
  *    connection runs from a clean start, and nothing of the first comes back;
  *  - a QP destroyed with 128 MiB of RDMA WRITEs queued and in flight: destroy returns, nothing
  *    of the destroyed QP completes, and the devices go on talking;
- *  - a QP destroyed while the peer's SENDs stream into it: its packets are dropped, so the
- *    peer runs out of retries instead of being NAKed, and no receive of it completes;
+ *  - a QP destroyed while the peer's SENDs or RDMA WRITEs stream into it: its packets are
+ *    dropped, so the peer runs out of retries instead of being NAKed, and no receive of it
+ *    completes;
  *  - RDMA ATOMIC WRITEs (ibv_wr_atomic_write) both ways: 64 in one batch, more than the
  *    responder resources of the connection, each landing whole, and one to an unaligned
  *    address refused;
@@ -49,7 +50,7 @@
 /* Seconds a message may take: the debug and KASAN kernels are slow. */
 #define WAIT_S 240
 /* Rounds of destroy_receiving(). */
-#define DESTROY_ROUNDS 4
+#define DESTROY_ROUNDS 6
 
 struct end {
 	const char *name;
@@ -418,11 +419,12 @@ static void destroy_in_flight(void)
 }
 
 /*
- * The srdma end's QP destroyed while the peer's SENDs of 1 MiB stream into it: the packets of
- * the message under way that arrive as the QP goes are dropped as for a QP that is not there.
- * So the peer's requester runs out of retries, rather than hearing an invalid-request NAK for
- * a message the destroyed QP no longer holds, and no receive of the destroyed QP completes
- * afterwards as flushed. Several rounds, the destroy at a different point of a message each.
+ * The srdma end's QP destroyed while the peer's SENDs or RDMA WRITEs of 1 MiB (every other
+ * round) stream into it: the packets of the message under way that arrive as the QP goes are
+ * dropped as for a QP that is not there. So the peer's requester runs out of retries, rather
+ * than hearing an invalid-request NAK for a message the destroyed QP no longer holds, and no
+ * receive of the destroyed QP completes afterwards as flushed. Several rounds, the destroy at
+ * a different point of a message each.
  */
 static void destroy_receiving(void)
 {
@@ -434,28 +436,34 @@ static void destroy_receiving(void)
 		struct ibv_qp *sq = rc_qp(s), *pq = rc_qp(p);
 		struct ibv_wc wc;
 		double end;
-		int done;
+		int done, write = r % 2;
 
 		if (!sq || !pq || connect_qp(sq, s, p, pq->qp_num, 20, 21, 14) ||
 		    connect_qp(pq, p, s, sq->qp_num, 21, 20, 8)) {
 			result(0, "destroy receiving: an RC QP on each device, connected");
 			return;
 		}
-		for (int i = 0; i < 16 && ok; i++)
+		for (int i = 0; i < 16 && ok && !write; i++)
 			ok = !post_recv(sq, s, 100 + i, s->buf + BIG, 1 << 20);
 		for (int i = 0; i < 16 && ok; i++)
-			ok = !post_send(pq, p, IBV_WR_SEND, 200 + i, p->buf, 1 << 20, 0, 0,
+			ok = !post_send(pq, p, write ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, 200 + i,
+					p->buf, 1 << 20, (uintptr_t)s->buf + BIG, s->mr->rkey,
 					IBV_SEND_SIGNALED);
 		/* The first message landed: the second is under way. */
-		ok = ok && wait_wc(s, 100, WAIT_S, &wc, NULL) && wc.status == IBV_WC_SUCCESS;
-		usleep(r * 2000);
+		if (write)
+			ok = ok && wait_wc(p, 200, WAIT_S, &wc, NULL) &&
+			     wc.status == IBV_WC_SUCCESS;
+		else
+			ok = ok && wait_wc(s, 100, WAIT_S, &wc, NULL) &&
+			     wc.status == IBV_WC_SUCCESS;
+		usleep(r / 2 * 2000);
 		while (ok && ibv_poll_cq(s->cq, 1, &wc) > 0)
 			;
 		ok = ok && !ibv_destroy_qp(sq);
 		rounds += ok;
 		/* The peer's first failure ends its queue: every WQE after it is flushed. */
 		end = now() + WAIT_S;
-		done = 0;
+		done = write;
 		while (ok && done < 16 && now() < end) {
 			if (ibv_poll_cq(p->cq, 1, &wc) < 1) {
 				usleep(1000);
@@ -465,12 +473,15 @@ static void destroy_receiving(void)
 			if (wc.status == IBV_WC_SUCCESS)
 				continue;
 			peer_retried += wc.status == IBV_WC_RETRY_EXC_ERR;
-			if (wc.status != IBV_WC_RETRY_EXC_ERR)
+			if (wc.status != IBV_WC_RETRY_EXC_ERR) {
 				peer = wc.status;
+				printf("# round %d (%s): %s\n", r, write ? "WRITE" : "SEND",
+				       ibv_wc_status_str(wc.status));
+			}
 			break;
 		}
 		if (ok && (done == 16 || now() >= end))
-			printf("# round %d: %d of the peer's 16 SENDs completed, the rest %s\n", r,
+			printf("# round %d: %d of the peer's 16 WQEs completed, the rest %s\n", r,
 			       done, done == 16 ? "too" : "did not in time");
 		/* A message that landed between the last poll and the destroy may show. */
 		while (ibv_poll_cq(s->cq, 1, &wc) > 0)
@@ -480,7 +491,7 @@ static void destroy_receiving(void)
 			;
 	}
 	result(ok && rounds == DESTROY_ROUNDS && !flushed,
-	       "destroy receiving: %d srdma QPs destroyed in the middle of a 1 MiB SEND, none of their receives flushed afterwards (%d)",
+	       "destroy receiving: %d srdma QPs destroyed in the middle of a 1 MiB SEND or WRITE, none of their receives flushed afterwards (%d)",
 	       rounds, flushed);
 	result(ok && peer_retried == rounds && peer == IBV_WC_SUCCESS,
 	       "destroy receiving: %s ran out of retries each time (%d of %d), never NAKed (%s)",
