@@ -8,11 +8,15 @@
  * - the destination a connected QP's requests found: connected anew, the QP reaches its new
  *   destination and no longer the old one; a destination destroyed is reached no more, and
  *   its memory (the rings the kernel shares with the process) is freed at once, not kept by
- *   the QP that last reached it.
+ *   the QP that last reached it;
+ * - a QP destroyed while SENDs stream into it: no receive completion of it may be written once
+ *   ibv_destroy_qp returns (the order inside the kernel read from srdma's tracepoints).
  * Prints TAP.
  *   srdma_edges DEV_A DEV_B
  */
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +169,232 @@ static void destinations(struct side *A, struct side *B)
 	ibv_destroy_qp(b);
 }
 
+#define TRACEFS "/sys/kernel/tracing"
+#define STREAM_ROUNDS 48
+#define STREAM_RECVS 1024
+#define STREAM_SQ 64
+#define STREAM_LIST 16
+
+/* Writes s to the tracefs file name: 0, or -1 if it cannot. */
+static int tracefs_write(const char *name, const char *s)
+{
+	char path[256];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), TRACEFS "/%s", name);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * How many srdma_cqe events the trace has after the srdma_qp_destroy event (-1: it has none);
+ * the events are filtered to one QP.
+ */
+static long cqes_after_destroy(void)
+{
+	FILE *f = fopen(TRACEFS "/trace", "r");
+	char line[512];
+	long late = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "srdma_qp_destroy:"))
+			late = 0;
+		else if (late >= 0 && strstr(line, "srdma_cqe:"))
+			late++;
+	}
+	fclose(f);
+	return late;
+}
+
+/* A stream of 8-byte SENDs on QP a, in lists, until a WQE fails or stop is set. */
+struct stream {
+	struct side *A;
+	struct ibv_qp *a;
+	struct ibv_cq *cq;
+	int stop;
+	int status;	/* the first failed completion's */
+};
+
+static void *stream_sends(void *arg)
+{
+	struct stream *s = arg;
+	struct ibv_sge sge = { .addr = (uintptr_t)s->A->buf, .length = 8, .lkey = s->A->mr->lkey };
+	struct ibv_send_wr wr[STREAM_LIST], *bad;
+	struct ibv_wc wc[STREAM_LIST];
+	int out = 0;
+
+	for (int i = 0; i < STREAM_LIST; i++)
+		wr[i] = (struct ibv_send_wr){ .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					      .opcode = IBV_WR_SEND,
+					      .send_flags = IBV_SEND_SIGNALED,
+					      .next = i + 1 < STREAM_LIST ? &wr[i + 1] : NULL };
+	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+		int n;
+
+		if (out + STREAM_LIST <= STREAM_SQ && !ibv_post_send(s->a, wr, &bad))
+			out += STREAM_LIST;
+		n = ibv_poll_cq(s->cq, STREAM_LIST, wc);
+		for (int i = 0; i < n; i++) {
+			out--;
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				s->status = wc[i].status;
+				return NULL;
+			}
+		}
+		if (n < 0) {
+			s->status = -2;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/* The clock tracefs stamps events with, into clock (empty if it cannot tell). */
+static void trace_clock(char *clock, size_t len)
+{
+	FILE *f = fopen(TRACEFS "/trace_clock", "r");
+	char line[512] = "";
+	char *p, *q;
+
+	clock[0] = 0;
+	if (!f)
+		return;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	p = strchr(line, '[');
+	q = p ? strchr(p, ']') : NULL;
+	if (q)
+		snprintf(clock, len, "%.*s", (int)(q - p - 1), p + 1);
+}
+
+/* An RC QP of side s on CQ cq, with send and receive queues of sq and rq WQEs. */
+static struct ibv_qp *stream_qp(struct side *s, struct ibv_cq *cq, uint32_t sq, uint32_t rq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	return cq ? ibv_create_qp(s->pd, &ia) : NULL;
+}
+
+/* Traces srdma_cqe and srdma_qp_destroy of QP qpn alone, from an empty trace: 0 or -1. */
+static int trace_qp(uint32_t qpn)
+{
+	char filter[64];
+
+	snprintf(filter, sizeof(filter), "qpn == %u", qpn);
+	return tracefs_write("events/srdma/srdma_cqe/filter", filter) ||
+	       tracefs_write("events/srdma/srdma_qp_destroy/filter", filter) ||
+	       tracefs_write("trace", "") ||
+	       tracefs_write("events/srdma/srdma_cqe/enable", "1") ||
+	       tracefs_write("events/srdma/srdma_qp_destroy/enable", "1") ? -1 : 0;
+}
+
+/*
+ * One round of destroy_receiving: b destroyed after `after` of its receives completed.
+ * Returns the CQEs of b traced after its destroy (-1: no destroy traced); *raced is set when
+ * the stream was still under way (a's SEND found b gone).
+ */
+static long destroy_round(struct side *A, struct side *B, int after, int *raced)
+{
+	struct ibv_cq *cqa = ibv_create_cq(A->ctx, 2 * STREAM_SQ, NULL, NULL, 0);
+	struct ibv_cq *cqb = ibv_create_cq(B->ctx, STREAM_RECVS + 16, NULL, NULL, 0);
+	struct ibv_qp *a = stream_qp(A, cqa, STREAM_SQ, 1);
+	struct ibv_qp *b = a ? stream_qp(B, cqb, 1, STREAM_RECVS) : NULL;
+	struct ibv_sge sge = { .addr = (uintptr_t)B->buf, .length = 64, .lkey = B->mr->lkey };
+	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct stream s = { .A = A, .a = a, .cq = cqa };
+	struct ibv_wc wc[16];
+	pthread_t t;
+	int got = 0;
+	long late;
+
+	if (!b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
+	    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
+		printf("Bail out! cannot connect (%s)\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < STREAM_RECVS; i++) {
+		if (ibv_post_recv(b, &rw, &bad)) {
+			printf("Bail out! cannot post receives (%s)\n", strerror(errno));
+			exit(1);
+		}
+	}
+	if (trace_qp(b->qp_num)) {
+		printf("Bail out! cannot set up tracefs (%s)\n", strerror(errno));
+		exit(1);
+	}
+	if (pthread_create(&t, NULL, stream_sends, &s)) {
+		printf("Bail out! cannot start the sender\n");
+		exit(1);
+	}
+	for (int i = 0; got < after && i < 1000000; i++) {
+		int n = ibv_poll_cq(cqb, 16, wc);
+
+		got += n > 0 ? n : 0;
+	}
+	ibv_destroy_qp(b);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	tracefs_write("events/srdma/srdma_cqe/enable", "0");
+	tracefs_write("events/srdma/srdma_qp_destroy/enable", "0");
+	late = cqes_after_destroy();
+	*raced = s.status == IBV_WC_RETRY_EXC_ERR;
+	ibv_destroy_qp(a);
+	ibv_destroy_cq(cqa);
+	ibv_destroy_cq(cqb);
+	return late;
+}
+
+/*
+ * b is destroyed while a's SENDs stream into its receives: once ibv_destroy_qp has returned,
+ * no receive completion of b may be written (a process that freed what its wr_ids name would
+ * be handed them). The moment lies inside the kernel, so the srdma:srdma_qp_destroy event,
+ * fired when destroy is done with the QP, and the srdma:srdma_cqe events of b (tracefs, one
+ * clock for all CPUs) tell the order. Each round destroys b after a different number of
+ * receives.
+ */
+static void destroy_receiving(struct side *A, struct side *B)
+{
+	long late = 0, no_event = 0, raced = 0;
+	char clock[64];
+
+	trace_clock(clock, sizeof(clock));
+	if (!clock[0] || access(TRACEFS "/events/srdma/srdma_qp_destroy/enable", W_OK) ||
+	    tracefs_write("trace_clock", "global")) {
+		ksft_test_result_skip("a QP destroyed while receiving: no srdma events\n");
+		return;
+	}
+	for (int r = 0; r < STREAM_ROUNDS; r++) {
+		int mid;
+		long n = destroy_round(A, B, 8 + r * 16, &mid);
+
+		if (n < 0)
+			no_event++;
+		else
+			late += n;
+		raced += mid;
+	}
+	tracefs_write("events/srdma/srdma_cqe/filter", "0");
+	tracefs_write("events/srdma/srdma_qp_destroy/filter", "0");
+	tracefs_write("trace", "");
+	tracefs_write("trace_clock", clock);
+	result(no_event == 0, "destroyed while receiving: each of %d destroys traced (%ld not)",
+	       STREAM_ROUNDS, no_event);
+	result(late == 0,
+	       "no receive CQE written after destroy (%ld in %d rounds, %ld destroyed mid-stream)",
+	       late, STREAM_ROUNDS, raced);
+}
+
 int main(int argc, char **argv)
 {
 	struct side A, B;
@@ -222,5 +452,6 @@ int main(int argc, char **argv)
 	ibv_destroy_qp(b);
 
 	destinations(&A, &B);
+	destroy_receiving(&A, &B);
 	tap_done();
 }

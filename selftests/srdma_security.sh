@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The trust boundary (Documentation/infiniband/srdma.rst, "Security model"), between two srdma
 # devices on this host: srdma_attack.c's victim and attacker processes, srdma_edges.c's huge
-# messages and a QP destroyed with work pending, srdma_limits.c's objects up to and past each
+# messages and QPs destroyed with work pending or arriving (the latter read from srdma's
+# tracepoints), srdma_limits.c's objects up to and past each
 # advertised limit, and the kernel log clean of anything they might provoke.
 
 . "$(dirname "$0")/lib.sh"
@@ -14,6 +15,10 @@ srdma_pair
 # name.
 ip addr add 10.51.0.11/24 dev sd0
 wait_for 5 has_gid srdma_a "$(ipv4_gid 10.51.0.11)" || skip_all "no GID for a second address"
+
+# srdma_edges reads the order of a destroy and the CQEs around it from the trace.
+T=/sys/kernel/tracing
+mountpoint -q "$T" || mount -t tracefs nodev "$T" 2>/dev/null
 
 mark="srdma_security start $$"
 echo "$mark" > /dev/kmsg

@@ -101,6 +101,19 @@ TRACE_EVENT(srdma_qp_state,
 	TP_printk("qpn=%u %u->%u", __entry->qpn, __entry->from, __entry->to)
 );
 
+/* From here on nothing of QP qpn runs and no CQE of it is written. */
+TRACE_EVENT(srdma_qp_destroy,
+	TP_PROTO(u32 qpn),
+	TP_ARGS(qpn),
+	TP_STRUCT__entry(
+		__field(u32, qpn)
+	),
+	TP_fast_assign(
+		__entry->qpn = qpn;
+	),
+	TP_printk("qpn=%u", __entry->qpn)
+);
+
 DECLARE_EVENT_CLASS(srdma_packet,
 	TP_PROTO(u32 qpn, u32 opcode, u32 psn, u32 len),
 	TP_ARGS(qpn, opcode, psn, len),
@@ -174,6 +187,7 @@ bool rust_trace_srdma_wqe_enabled(void);
 void rust_do_trace_srdma_cqe(u32 cqn, u32 qpn, u32 opcode, u32 status, u32 byte_len);
 void rust_do_trace_srdma_rnr_wait(u32 qpn, u32 retries_left, u64 wait_ns);
 void rust_do_trace_srdma_qp_state(u32 qpn, u32 from, u32 to);
+void rust_do_trace_srdma_qp_destroy(u32 qpn);
 void rust_do_trace_srdma_tx(u32 qpn, u32 opcode, u32 psn, u32 len);
 void rust_do_trace_srdma_rx(u32 qpn, u32 opcode, u32 psn, u32 len);
 void rust_do_trace_srdma_drop(u32 reason);

@@ -189,6 +189,7 @@ impl QpShared {
             self.send_cq.forget(handle);
             self.recv_cq.forget(handle);
         }
+        trace::srdma_qp_destroy(self.qpn);
     }
 }
 

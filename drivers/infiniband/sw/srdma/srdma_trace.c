@@ -36,6 +36,11 @@ void rust_do_trace_srdma_qp_state(u32 qpn, u32 from, u32 to)
 	trace_srdma_qp_state(qpn, from, to);
 }
 
+void rust_do_trace_srdma_qp_destroy(u32 qpn)
+{
+	trace_srdma_qp_destroy(qpn);
+}
+
 void rust_do_trace_srdma_tx(u32 qpn, u32 opcode, u32 psn, u32 len)
 {
 	trace_srdma_tx(qpn, opcode, psn, len);

@@ -19,6 +19,8 @@ kernel::declare_trace! {
     pub(crate) fn srdma_rnr_wait(qpn: u32, retries_left: u32, wait_ns: u64);
     /// QP `qpn` went from state `from` to `to` (`IBV_QPS_*`).
     pub(crate) fn srdma_qp_state(qpn: u32, from: u32, to: u32);
+    /// QP `qpn` is destroyed: from here on nothing of it runs and no CQE of it is written.
+    pub(crate) fn srdma_qp_destroy(qpn: u32);
     /// A RoCEv2 packet for QP `qpn` of the peer handed to the IP layer.
     pub(crate) fn srdma_tx(qpn: u32, opcode: u32, psn: u32, len: u32);
     /// A RoCEv2 packet for QP `qpn` that passed every check.
