@@ -35,8 +35,8 @@ pub(crate) fn complete(q: &QpShared, send: bool, cqe: &srdma_cqe, solicited: boo
     } else {
         (&q.counters.recv, &q.recv_cq)
     };
-    // A kernel caller's QP that was destroyed meanwhile (a delivery that had taken its receive
-    // WQE before) gets no CQE: none may name it once its destruction returned.
+    // A QP destroyed meanwhile (a delivery that had taken its receive WQE before) gets no CQE:
+    // none may name it once its destruction returned.
     match cq.push(cqe, solicited, q) {
         Ok(()) => counters.completion(cqe, true),
         Err(e) if e == ESRCH => {}

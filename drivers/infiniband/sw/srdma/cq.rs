@@ -184,7 +184,7 @@ impl CqShared {
     ) -> Result {
         let notify = {
             let mut ring = self.ring.lock();
-            if from.handle.is_some() && !from.is_alive() {
+            if !from.is_alive() {
                 return Err(ESRCH);
             }
             let consumer = self.db.load(DB_CQ_CI)?;
@@ -298,10 +298,15 @@ impl CqShared {
         self.db.store(DB_CQ_CI, ci)
     }
 
-    /// Removes the CQEs of the kernel caller's QP `qp`, which is being destroyed, from the
-    /// CQEs not yet polled: no work completion names a QP after its destruction.
-    pub(crate) fn forget(&self, qp: QpHandle) {
+    /// Called as a QP of this CQ is destroyed, once it is marked dead: a CQE of it being
+    /// written is written before this returns (every write holds the ring's lock and refuses a
+    /// dead QP), and none comes after. For a kernel caller's QP (`qp`) its CQEs not yet polled
+    /// are removed too: no work completion names a QP after its destruction.
+    pub(crate) fn forget(&self, qp: Option<QpHandle>) {
         let mut ring = self.ring.lock();
+        let Some(qp) = qp else {
+            return;
+        };
         let Ok(ci) = self.db.load(DB_CQ_CI) else {
             return;
         };

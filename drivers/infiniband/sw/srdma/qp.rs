@@ -169,8 +169,10 @@ impl QpShared {
 
     /// Ends the QP as it is destroyed, holding the locks that every run of its SQ and every
     /// delivery to it hold (the SQ's, the RQ's and the SRQ's): the SQ run or delivery in
-    /// progress finishes first, and every later one finds the QP dead and does nothing, so
-    /// nothing of the QP runs and no completion of it appears once destroy returns. Its counts
+    /// progress finishes first, and every later one finds the QP dead and does nothing. A
+    /// delivery writes its receive CQE after it has let go of the RQ, so the CQs' locks are
+    /// taken too, once the QP is dead: a CQE being written is written, later ones are refused.
+    /// So nothing of the QP runs and no completion of it appears once destroy returns. Its counts
     /// move to the device's totals under the same locks, so that no count is in the middle of
     /// its load and store.
     pub(crate) fn retire(&self) {
@@ -185,10 +187,8 @@ impl QpShared {
         let _srq = self.srq.as_ref().map(|srq| srq.ci.lock());
         self.alive.store(false, Ordering::Release);
         self.counters.retire(self.qpn);
-        if let Some(handle) = self.handle {
-            self.send_cq.forget(handle);
-            self.recv_cq.forget(handle);
-        }
+        self.send_cq.forget(self.handle);
+        self.recv_cq.forget(self.handle);
         trace::srdma_qp_destroy(self.qpn);
     }
 }
