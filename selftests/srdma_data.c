@@ -89,6 +89,15 @@ static int poll(struct ibv_wc *wc, int n)
 	return got;
 }
 
+/* The state of qp as the kernel has it, or -1. */
+static int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr ia;
+
+	return ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia) ? -1 : (int)qa.qp_state;
+}
+
 static void fill(char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -305,6 +314,9 @@ int main(int argc, char **argv)
 		result(n == 1 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
 		       "RDMA WRITE to an MR without remote write: REM_ACCESS_ERR (%d)",
 		       n ? wc[0].status : -1);
+		/* As on the wire: a peer may not go on guessing keys over the same connection. */
+		result(qp_state(b) == IBV_QPS_ERR,
+		       "the responder that NAKed it is in the error state (%d)", qp_state(b));
 		new_pair(&a, &b);
 
 		/* The responder QP's access flags decide as well as the MR's. */
@@ -320,6 +332,8 @@ int main(int argc, char **argv)
 		       rbuf[63] == 0x5a,
 		       "RDMA WRITE to a QP without IBV_ACCESS_REMOTE_WRITE: REM_ACCESS_ERR, nothing written (%d)",
 		       n ? wc[0].status : -1);
+		result(qp_state(b) == IBV_QPS_ERR, "and the responder is in the error state (%d)",
+		       qp_state(b));
 		new_pair(&a, &b);
 
 		/* A responder in the error state drops requests: the RC requester gives up. */

@@ -10,7 +10,12 @@
  *   its memory (the rings the kernel shares with the process) is freed at once, not kept by
  *   the QP that last reached it;
  * - a QP destroyed while SENDs stream into it: no receive completion of it may be written once
- *   ibv_destroy_qp returns (the order inside the kernel read from srdma's tracepoints).
+ *   ibv_destroy_qp returns (the order inside the kernel read from srdma's tracepoints);
+ * - an MR deregistered while an RDMA WRITE copies into it: once ibv_dereg_mr returns, nothing
+ *   more is written to its memory, which the process may be using for something else;
+ * - a datagram longer than the receive WQE it would take is dropped, as rxe drops it: the UD QP
+ *   stays usable and the WQE takes the next datagram (anyone who can send a packet to the
+ *   device could otherwise fail its QP1 and with it the CM).
  * Prints TAP.
  *   srdma_edges DEV_A DEV_B
  */
@@ -256,7 +261,7 @@ static void *stream_sends(void *arg)
 }
 
 /* The clock tracefs stamps events with, into clock (empty if it cannot tell). */
-static void trace_clock(char *clock, size_t len)
+static void read_trace_clock(char *clock, size_t len)
 {
 	FILE *f = fopen(TRACEFS "/trace_clock", "r");
 	char line[512] = "";
@@ -368,7 +373,7 @@ static void destroy_receiving(struct side *A, struct side *B)
 	long late = 0, no_event = 0, raced = 0;
 	char clock[64];
 
-	trace_clock(clock, sizeof(clock));
+	read_trace_clock(clock, sizeof(clock));
 	if (!clock[0] || access(TRACEFS "/events/srdma/srdma_qp_destroy/enable", W_OK) ||
 	    tracefs_write("trace_clock", "global")) {
 		ksft_test_result_skip("a QP destroyed while receiving: no srdma events\n");
@@ -393,6 +398,165 @@ static void destroy_receiving(struct side *A, struct side *B)
 	result(late == 0,
 	       "no receive CQE written after destroy (%ld in %d rounds, %ld destroyed mid-stream)",
 	       late, STREAM_ROUNDS, raced);
+}
+
+#define UD_QKEY 0x11111111
+
+/* Brings UD QP qp to RTS with Q_Key UD_QKEY. */
+static int ud_ready(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY };
+
+	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	qa.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE))
+		return -1;
+	qa.qp_state = IBV_QPS_RTS;
+	return ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+/* Sends len bytes of A's buffer, all v, from UD QP a through ah to QP qpn; a's status. */
+static int ud_send(struct side *A, struct ibv_qp *a, struct ibv_ah *ah, uint32_t qpn,
+		   unsigned char v, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)A->buf, .length = len, .lkey = A->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.ud = { .ah = ah, .remote_qpn = qpn,
+					     .remote_qkey = UD_QKEY } }, *bad;
+	struct ibv_wc wc;
+
+	memset(A->buf, v, len);
+	if (ibv_post_send(a, &wr, &bad))
+		return -2;
+	return next_wc(A->cq, 2000, &wc);
+}
+
+/*
+ * UD QP b has one receive of 40 + 64 bytes (GRH area and payload): a datagram of 512 bytes
+ * does not fit and is dropped, and b stays in RTS with its receive still posted, which the
+ * next datagram of 64 bytes fills.
+ */
+static void datagram_too_long(struct side *A, struct side *B)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = B->gid, .sgid_index = A->gidx, .hop_limit = 1 } };
+	struct ibv_qp_attr qa;
+	struct ibv_qp *a, *b;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	int st, state;
+
+	ia.send_cq = A->cq;
+	ia.recv_cq = A->cq;
+	a = ibv_create_qp(A->pd, &ia);
+	ia.send_cq = B->cq;
+	ia.recv_cq = B->cq;
+	b = ibv_create_qp(B->pd, &ia);
+	ah = ibv_create_ah(A->pd, &aa);
+	if (!a || !b || !ah || ud_ready(a) || ud_ready(b) || post_recv_one(b, B, 40 + 64)) {
+		printf("Bail out! cannot set up the UD QPs (%s)\n", strerror(errno));
+		exit(1);
+	}
+	memset(B->buf, 0, 40 + 512);
+	st = ud_send(A, a, ah, b->qp_num, 0x71, 512);
+	result(st == IBV_WC_SUCCESS, "a UD datagram of 512 bytes is sent (%d)", st);
+	st = next_wc(B->cq, 300, &wc);
+	state = ibv_query_qp(b, &qa, IBV_QP_STATE, &ia) ? -1 : (int)qa.qp_state;
+	result(st == -1 && state == IBV_QPS_RTS && B->buf[40] == 0,
+	       "into a receive of 64 bytes it is dropped: no completion (%d), QP in RTS (%d)", st,
+	       state);
+	st = ud_send(A, a, ah, b->qp_num, 0x72, 64);
+	st = st == IBV_WC_SUCCESS ? next_wc(B->cq, 2000, &wc) : -3;
+	result(st == IBV_WC_SUCCESS && wc.byte_len == 40 + 64 && wc.wr_id == 2 &&
+	       B->buf[40] == 0x72 && B->buf[40 + 63] == 0x72,
+	       "the receive takes the next datagram, of 64 bytes (%d, %u bytes)", st,
+	       st == IBV_WC_SUCCESS ? wc.byte_len : 0);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_ah(ah);
+}
+
+/* A 64 MiB RDMA WRITE of a's, posted from a thread of its own. */
+struct big_write {
+	struct side *A;
+	struct ibv_qp *a;
+	uint32_t rkey;
+	void *to;
+	int status;
+};
+
+static void *big_write(void *arg)
+{
+	struct big_write *w = arg;
+	struct ibv_wc wc;
+
+	if (post_one(w->a, IBV_WR_RDMA_WRITE, w->A->mr->lkey, (uintptr_t)w->A->buf, BIG,
+		     (uintptr_t)w->to, w->rkey))
+		w->status = -2;
+	else
+		w->status = next_wc(w->A->cq, 60000, &wc);
+	return NULL;
+}
+
+/*
+ * b's buffer gets a second MR, which a's RDMA WRITE of 64 MiB targets; as soon as the first
+ * bytes have landed the MR is deregistered. The copy moves front to back, so a last page still
+ * clear when ibv_dereg_mr returns shows the copy was under way then: it must stay clear.
+ */
+static void dereg_under_write(struct side *A, struct side *B)
+{
+	struct big_write w = { .A = A, .to = B->buf };
+	unsigned char *last = B->buf + BIG - 4096;
+	volatile unsigned char *first = B->buf;
+	int rounds = 0, under_way = 0, late = 0;
+	struct ibv_wc wc;
+
+	while (rounds < 8 && !under_way) {
+		struct ibv_mr *mr = ibv_reg_mr(B->pd, B->buf, BIG, ACCESS);
+		struct ibv_qp *a = side_qp(A, IBV_QPT_RC), *b = side_qp(B, IBV_QPT_RC);
+		pthread_t t;
+		int clear;
+
+		if (!mr || !a || !b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
+		    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
+			printf("Bail out! cannot set up the MR and QPs (%s)\n", strerror(errno));
+			exit(1);
+		}
+		rounds++;
+		memset(A->buf, 0xa5, BIG);
+		memset(B->buf, 0, BIG);
+		w.a = a;
+		w.rkey = mr->rkey;
+		if (pthread_create(&t, NULL, big_write, &w)) {
+			printf("Bail out! cannot start the writer\n");
+			exit(1);
+		}
+		while (!*first)
+			;
+		ibv_dereg_mr(mr);
+		clear = !last[0] && !memcmp(last, last + 1, 4095);
+		pthread_join(t, NULL);
+		if (clear) {
+			under_way = 1;
+			late = last[0] || memcmp(last, last + 1, 4095);
+		}
+		ibv_destroy_qp(a);
+		ibv_destroy_qp(b);
+	}
+	/* What the failed connections left in the CQs is not the next test's. */
+	while (ibv_poll_cq(A->cq, 1, &wc) > 0 || ibv_poll_cq(B->cq, 1, &wc) > 0)
+		;
+	result(under_way, "an MR deregistered while a 64 MiB RDMA WRITE copied into it (%d rounds)",
+	       rounds);
+	result(under_way && !late && w.status != IBV_WC_SUCCESS,
+	       "nothing is written after ibv_dereg_mr returns (last page %s, WRITE status %d)",
+	       late ? "written" : "clear", w.status);
 }
 
 int main(int argc, char **argv)
@@ -452,6 +616,8 @@ int main(int argc, char **argv)
 	ibv_destroy_qp(b);
 
 	destinations(&A, &B);
+	dereg_under_write(&A, &B);
 	destroy_receiving(&A, &B);
+	datagram_too_long(&A, &B);
 	tap_done();
 }
