@@ -81,6 +81,7 @@ check "poll mode: the poller woke and slept" \
 k1=$(hw srdma_a kicks) d1=$(hw srdma_a doorbells)
 diag "poll mode: $((k1 - k0)) kicks for $((d1 - d0)) doorbells"
 c_tap data-poll 120 srdma_data srdma_a
+c_tap edges-poll 60 srdma_edges srdma_a srdma_b poller
 c_tap events-poll 120 srdma_events srdma_a
 echo kick > "$mode"
 echo kick > /sys/class/infiniband/srdma_b/doorbell_mode

@@ -18,6 +18,10 @@
  *   device could otherwise fail its QP1 and with it the CM).
  * Prints TAP.
  *   srdma_edges DEV_A DEV_B
+ * With a third argument, `poller`, only this, for devices in doorbell mode "poll":
+ * - a process that keeps rewriting the SQ consumer index of its QP's doorbell record (the
+ *   kernel's field, in a page the process may write) does not keep the device's poller from
+ *   going to sleep.
  */
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -559,6 +563,108 @@ static void dereg_under_write(struct side *A, struct side *B)
 	       late ? "written" : "clear", w.status);
 }
 
+/* A QP's doorbell record: struct srdma_qp_db of include/uapi/rdma/srdma-abi.h. */
+struct srdma_qp_db {
+	uint32_t sq_pi, rq_pi, sq_ci, rq_ci;
+};
+
+/* The doorbell record of the QP that has posted n WQEs, all taken, and received none. */
+static struct srdma_qp_db *find_qp_db(uint32_t n)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	struct srdma_qp_db *found = NULL;
+	unsigned long lo, hi;
+	char line[512];
+	int seen = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "/dev/infiniband/uverbs") ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2 || !strstr(line, "rw"))
+			continue;
+		for (unsigned long p = lo; p + sizeof(*found) <= hi; p += sizeof(*found)) {
+			struct srdma_qp_db *db = (struct srdma_qp_db *)p;
+
+			if (db->sq_pi == n && db->sq_ci == n && !db->rq_pi && !db->rq_ci) {
+				found = db;
+				seen++;
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	return seen == 1 ? found : NULL;
+}
+
+/*
+ * Stores an SQ consumer index one behind the producer index in *db until *stop is set: one
+ * WQE seemingly not taken, which leaves the process room to post.
+ */
+struct rewriter {
+	struct srdma_qp_db *db;
+	int stop;
+};
+
+static void *rewrite_sq_ci(void *arg)
+{
+	struct rewriter *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED))
+		__atomic_store_n(&r->db->sq_ci,
+				 __atomic_load_n(&r->db->sq_pi, __ATOMIC_RELAXED) - 1,
+				 __ATOMIC_RELAXED);
+	return NULL;
+}
+
+#define POLLER_WQES 37
+
+/*
+ * a has posted POLLER_WQES RDMA WRITEs, so its doorbell record can be told from the others by
+ * its indices. A thread keeps storing the SQ consumer index one behind the producer index; one
+ * more WRITE wakes the poller, which must still go to sleep once the queue is idle.
+ */
+static void poller_sleeps(struct side *A, struct side *B)
+{
+	struct ibv_qp *a = side_qp(A, IBV_QPT_RC), *b = side_qp(B, IBV_QPT_RC);
+	struct rewriter r = { 0 };
+	long long before, after;
+	struct ibv_wc wc;
+	pthread_t t;
+	int st = 0;
+
+	if (!a || !b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
+	    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
+		printf("Bail out! cannot connect (%s)\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < POLLER_WQES && !st; i++) {
+		st = post_one(a, IBV_WR_RDMA_WRITE, A->mr->lkey, (uintptr_t)A->buf, 8,
+			      (uintptr_t)B->buf, B->mr->rkey);
+		st = st ? -2 : next_wc(A->cq, 2000, &wc);
+	}
+	r.db = find_qp_db(POLLER_WQES);
+	result(!st && r.db, "a's %d WRITEs complete and its doorbell record is found (%d)",
+	       POLLER_WQES, st);
+	if (st || !r.db)
+		return;
+	if (pthread_create(&t, NULL, rewrite_sq_ci, &r)) {
+		printf("Bail out! cannot start the rewriter\n");
+		exit(1);
+	}
+	before = port_counter(ibv_get_device_name(A->ctx->device), "poller_sleeps");
+	st = post_one(a, IBV_WR_RDMA_WRITE, A->mr->lkey, (uintptr_t)A->buf, 8,
+		      (uintptr_t)B->buf, B->mr->rkey);
+	st = st ? -2 : next_wc(A->cq, 2000, &wc);
+	sleep(1);
+	after = port_counter(ibv_get_device_name(A->ctx->device), "poller_sleeps");
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	result(st == IBV_WC_SUCCESS && before >= 0 && after > before,
+	       "with its SQ consumer index rewritten, the poller still goes to sleep (WRITE %d, poller_sleeps %lld -> %lld)",
+	       st, before, after);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+}
+
 int main(int argc, char **argv)
 {
 	struct side A, B;
@@ -567,11 +673,17 @@ int main(int argc, char **argv)
 	struct ibv_wc wc;
 	int st;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV_A DEV_B\n", argv[0]);
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "poller"))) {
+		fprintf(stderr, "usage: %s DEV_A DEV_B [poller]\n", argv[0]);
 		return 2;
 	}
 	ksft_print_header();
+	if (argc == 4) {
+		open_side(&A, argv[1], 1 << 20, ACCESS);
+		open_side(&B, argv[2], 1 << 20, ACCESS);
+		poller_sleeps(&A, &B);
+		tap_done();
+	}
 	open_side(&A, argv[1], BIG, ACCESS);
 	open_side(&B, argv[2], BIG, ACCESS);
 	a = side_qp(&A, IBV_QPT_RC);
