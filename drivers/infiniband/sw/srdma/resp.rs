@@ -311,9 +311,17 @@ fn deliver(d: &Arc<QpShared>, msg: &Arrival<'_>) -> Response {
         bad_producer_index(d, false, pi, *ci, rq.wqe_cnt);
         return Response::Lost;
     }
-    let (wr_id, mut response) = match RecvWqe::read(rq, *ci) {
+    let len = msg.grh.map_or(0, |g| g.len()) + msg.data.len();
+    let wqe = RecvWqe::read(rq, *ci);
+    if matches!(d.qp_type, QpType::Ud | QpType::Gsi)
+        && wqe.as_ref().is_ok_and(|w| w.too_short(rq, max_sge, len))
+    {
+        // A datagram longer than the receive WQE is dropped and the WQE stays for the next, as
+        // rxe does: a stranger's packet does not fail a QP anyone may send to (QP1 among them).
+        return Response::Lost;
+    }
+    let (wr_id, mut response) = match wqe {
         Ok(wqe) => {
-            let len = msg.grh.map_or(0, |g| g.len()) + msg.data.len();
             let copied = wqe
                 .sink(d, rq, max_sge, Some(len))
                 .map_err(|BadRecv| Response::Nak(Nak::InvalidRequest))

@@ -195,6 +195,26 @@ impl RecvWqe {
         })
     }
 
+    /// Whether its SGEs hold fewer than `len` bytes; a WQE with more SGEs than the queue takes
+    /// (`max_sge`) is left to [`RecvWqe::sink`] to refuse.
+    pub(crate) fn too_short(&self, ring: &Ring, max_sge: u32, len: usize) -> bool {
+        if self.num_sge > max_sge as usize {
+            return false;
+        }
+        let body = self.off + SRDMA_RQ_WQE_HDR_SIZE as usize;
+        let mut room = 0u64;
+        for i in 0..self.num_sge {
+            match ring
+                .mem
+                .read_obj::<srdma_sge>(body + i * SRDMA_SGE_SIZE as usize)
+            {
+                Ok(sge) => room += u64::from(sge.length),
+                Err(_) => return false,
+            }
+        }
+        room < len as u64
+    }
+
     /// The memory its SGEs name for the first `len` bytes of a message (for all their bytes if
     /// `None`), in PD `q.pd` with the right to write it; each SGE is checked (as far as the
     /// message reaches into it) before a byte moves. `max_sge` is the most SGEs the queue was
