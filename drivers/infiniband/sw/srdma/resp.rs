@@ -80,7 +80,31 @@ pub(crate) fn receive(qp: &Arc<QpShared>, req: &Request<'_>) -> Response {
         qp.epsn
             .store(req.psn.wrapping_add(1) & PSN_MASK, Ordering::Relaxed);
     }
+    if let Response::Nak(nak) = response {
+        if req.service == QpType::Rc && !matches!(nak, Nak::Rnr(_)) {
+            // The request was bad: the responder fails too (IBA 9.9.3.1.2), as on the wire, so
+            // that a peer cannot go on trying keys over the connection.
+            if fail(qp) {
+                crate::log::nak(qp, req.psn, nak);
+            }
+        }
+    }
     response
+}
+
+/// Moves responder `qp` to the error state after a request it NAKed, flushing its receive
+/// WQEs; a QP destroyed since (which takes the RQ's lock as it goes) stays as destroy left it,
+/// and one already in the error state as it is. Returns whether it moved the QP.
+pub(crate) fn fail(qp: &Arc<QpShared>) -> bool {
+    let mut ci = qp.rq_ci.lock();
+    if !qp.is_alive() || qp.state() == QpState::Err {
+        return false;
+    }
+    qp.enter_error();
+    if qp.srq.is_none() {
+        flush(qp, false, &mut ci);
+    }
+    true
 }
 
 /// Whether connected QP `qp` takes `req` as a peer on the wire would: the same transport

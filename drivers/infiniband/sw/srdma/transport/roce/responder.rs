@@ -357,7 +357,7 @@ pub(crate) fn request(
                 w.msg = None;
                 drop(w);
                 crate::log::nak(qp, psn, nak);
-                fail(qp);
+                resp::fail(qp);
             }
         }
         // UC: the message is dropped; the requester never learns.
@@ -390,19 +390,6 @@ impl From<Response> for Refusal {
             Response::Lost => Refusal::Drop,
             _ => Refusal::Nak(Nak::InvalidRequest),
         }
-    }
-}
-
-/// Moves `qp` to the error state after a request it NAKed, flushing its receive WQEs; a QP
-/// destroyed since (which takes the RQ's lock as it goes) stays as destroy left it.
-fn fail(qp: &Arc<QpShared>) {
-    let mut ci = qp.rq_ci.lock();
-    if !qp.is_alive() {
-        return;
-    }
-    qp.enter_error();
-    if qp.srq.is_none() {
-        crate::comp::flush(qp, false, &mut ci);
     }
 }
 
