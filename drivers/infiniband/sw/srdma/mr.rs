@@ -25,7 +25,8 @@ use kernel::{
         pd::Pd,
         ucontext::User,
     },
-    sync::Arc,
+    new_condvar, new_mutex,
+    sync::{Arc, CondVar, Mutex},
 };
 
 /// Memory key indexes; a key is `index << 8 | key byte`, the key byte random so that a key
@@ -144,7 +145,8 @@ impl Span {
         match &self.target {
             Target::Window(_, window) => window.with(|| Ok(f(&held))).map_err(|_| fail)?,
             Target::Fast(reg) => reg.hold(|| Ok(f(&held))).map_err(|_| fail)?,
-            Target::Null | Target::Mr(_) | Target::Kernel(_) => f(&held),
+            Target::Mr(mr) => mr.copies.run(|| f(&held)).unwrap_or(Err(fail)),
+            Target::Null | Target::Kernel(_) => f(&held),
         }
     }
 
@@ -379,6 +381,55 @@ pub(crate) struct MrShared {
     pub(crate) access: Access,
     /// Memory windows bound to the MR; it cannot be deregistered while there are any.
     pub(crate) windows: WindowCount,
+    /// The copies through the MR's key (of a user MR) running now.
+    copies: Copies,
+}
+
+/// The copies running through an MR and whether it is deregistered, in one word, and a place
+/// to wait for the last of them: a copy counts itself in before it starts and out when it
+/// ends; the deregistration marks the MR and waits until no copy runs, and a copy that counts
+/// itself in after the mark does not run. So once `ibv_dereg_mr` has returned, nothing is read
+/// from or written to the memory any more, though a message under way (on the wire, or a
+/// large one) had resolved its key before.
+struct Copies {
+    word: AtomicU32,
+    lock: Pin<KBox<Mutex<()>>>,
+    idle: Pin<KBox<CondVar>>,
+}
+
+impl Copies {
+    /// Set by the deregistration; the bits below count the copies.
+    const CLOSED: u32 = 1 << 31;
+
+    fn new() -> Result<Self> {
+        Ok(Self {
+            word: AtomicU32::new(0),
+            lock: KBox::pin_init(new_mutex!(()), GFP_KERNEL)?,
+            idle: KBox::pin_init(new_condvar!(), GFP_KERNEL)?,
+        })
+    }
+
+    /// Runs `copy` unless the MR is deregistered (`None` then); the deregistration waits for
+    /// it.
+    fn run<R>(&self, copy: impl FnOnce() -> R) -> Option<R> {
+        let open = self.word.fetch_add(1, Ordering::Acquire) & Self::CLOSED == 0;
+        let done = open.then(copy);
+        if self.word.fetch_sub(1, Ordering::Release) == Self::CLOSED | 1 {
+            self.idle.notify_all();
+        }
+        done
+    }
+
+    /// Lets no copy start any more and waits for those running.
+    fn close(&self) {
+        self.word.fetch_or(Self::CLOSED, Ordering::AcqRel);
+        let mut guard = self.lock.lock();
+        while self.word.load(Ordering::Acquire) != Self::CLOSED {
+            // The last copy's wake-up may come between the look and the wait: the wait ends
+            // after a jiffy anyway. A signal ends it at once, and the look comes again.
+            let _ = self.idle.wait_interruptible_timeout(&mut guard, 1);
+        }
+    }
 }
 
 /// The windows bound to an MR and whether the MR is being deregistered, in one word, so that
@@ -425,6 +476,13 @@ pub(crate) struct SrdmaMr {
     shared: Arc<MrShared>,
 }
 
+impl Drop for SrdmaMr {
+    fn drop(&mut self) {
+        // The deregistration: the memory is the process's again once this returns.
+        self.shared.copies.close();
+    }
+}
+
 impl SrdmaMr {
     /// What the data path and `rdma resource show mr -dd` see of the MR.
     pub(crate) fn shared(&self) -> &MrShared {
@@ -458,6 +516,7 @@ impl SrdmaMr {
                 length,
                 access,
                 windows: WindowCount::new(),
+                copies: Copies::new()?,
             },
             GFP_KERNEL,
         )?;
