@@ -14,7 +14,7 @@ use crate::{
     clock::Now,
     counters::Counter,
     device::SrdmaDevice,
-    qp::{QpShared, DB_SQ_CI, DB_SQ_PI},
+    qp::{QpShared, SqRun, DB_SQ_PI},
     req,
     ucontext::CTX_FLAGS,
 };
@@ -60,11 +60,13 @@ impl_has_work! {
     impl HasWork<Self> for Poller { self.work }
 }
 
-/// Whether `q` has WQEs the kernel can take now: not while the head WQE waits for its RNR
-/// timer (the worker retries it then).
-fn has_send_work(q: &QpShared) -> bool {
+/// Whether `q`, whose SQ state is `sq`, has WQEs the kernel has not taken yet and can take
+/// now: not while the head WQE waits for its RNR timer (the worker retries it then). Against
+/// the kernel's own consumer index, not the record's copy, which the process may rewrite: a
+/// copy that never matches would keep the poller from sleeping.
+fn has_send_work(q: &QpShared, sq: &SqRun) -> bool {
     q.state() == QpState::Rts
-        && q.db.load(DB_SQ_PI).ok() != q.db.load(DB_SQ_CI).ok()
+        && q.db.load(DB_SQ_PI).ok() != Some(sq.ci)
         && !q.rnr.waiting(&Now::new())
 }
 
@@ -143,8 +145,8 @@ impl Poller {
     fn pass(dev: &Device<SrdmaDevice>, qps: &[Arc<QpShared>]) -> bool {
         let mut busy = false;
         for q in qps.iter() {
-            if has_send_work(q) {
-                let mut sq = q.sq_run.lock();
+            let mut sq = q.sq_run.lock();
+            if has_send_work(q, &sq) {
                 let _ = req::process_sq(dev, q, &mut sq);
                 busy = true;
             }
@@ -181,7 +183,7 @@ impl WorkItem for Poller {
                     // Pairs with the provider's barrier between its producer index and its
                     // look at the flag: either it kicks, or this sees its WQEs.
                     fence(Ordering::SeqCst);
-                    if !qps.iter().any(|q| has_send_work(q)) {
+                    if !qps.iter().any(|q| has_send_work(q, &q.sq_run.lock())) {
                         break;
                     }
                     set_need_wakeup(&qps, false);
