@@ -114,6 +114,15 @@ enum InMsg {
     },
 }
 
+impl InMsg {
+    /// Goes back to where the message was before its last `n` bytes.
+    fn rewind(&mut self, n: usize) {
+        match self {
+            InMsg::Send { at, .. } | InMsg::Write { at, .. } => *at = at.saturating_sub(n),
+        }
+    }
+}
+
 /// The responder's side of an RC or UC QP on the wire.
 pub(crate) struct WireResp {
     msg: Option<InMsg>,
@@ -479,8 +488,19 @@ fn message(
         }
     }
     if matches!(p, Place::Last | Place::Only) {
-        let msg = w.msg.take();
-        finish(qp, pkt, msg)?;
+        let mut msg = w.msg.take();
+        match finish(qp, pkt, msg.as_ref()) {
+            Err(Refusal::Nak(Nak::Rnr(timer))) => {
+                // No receive WQE for an RDMA WRITE's immediate data: the message stays as it
+                // was before this packet, which the requester sends again after its RNR wait.
+                if let Some(m) = msg.as_mut() {
+                    m.rewind(data.len());
+                }
+                w.msg = msg;
+                return Err(Nak::Rnr(timer).into());
+            }
+            done => done?,
+        }
     }
     Ok(1)
 }
@@ -490,12 +510,12 @@ fn message(
 fn finish(
     qp: &Arc<QpShared>,
     pkt: &Packet<'_>,
-    msg: Option<InMsg>,
+    msg: Option<&InMsg>,
 ) -> core::result::Result<(), Refusal> {
     let h = &pkt.headers;
     let (wr_id, ok, byte_len, opcode) = match msg {
-        Some(InMsg::Send { wr_id, sink, at }) => (wr_id, sink.is_some(), at, WcOpcode::Recv),
-        Some(InMsg::Write { at, len, .. }) => {
+        Some(InMsg::Send { wr_id, sink, at }) => (*wr_id, sink.is_some(), *at, WcOpcode::Recv),
+        Some(&InMsg::Write { at, len, .. }) => {
             if at != len {
                 return Err(Nak::InvalidRequest.into());
             }
