@@ -204,6 +204,13 @@ static void srq_limit(void)
 	post_send(a, 0);
 	result(!async_event(IBV_EVENT_SRQ_LIMIT_REACHED), "disarmed: no second event");
 	drain(cq);
+	{
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+		result(ibv_modify_qp(b, &qa, IBV_QP_STATE) == 0 &&
+		       async_event(IBV_EVENT_QP_LAST_WQE_REACHED),
+		       "the QP on the SRQ moved to the error state: IBV_EVENT_QP_LAST_WQE_REACHED");
+	}
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
 	ibv_destroy_srq(srq);

@@ -761,6 +761,27 @@ static void run(struct ib_device *ibdev)
 	srq = ib_create_srq(pd, &sia);
 	CHECK(!IS_ERR(srq), "ib_create_srq");
 	if (!IS_ERR(srq)) {
+		/*
+		 * ib_drain_qp of a QP on an SRQ waits for its Last WQE Reached event, up to 60 s
+		 * without it.
+		 */
+		qia.srq = srq;
+		qp = ib_create_qp(pd, &qia);
+		CHECK(!IS_ERR(qp), "ib_create_qp (RC, on the SRQ)");
+		if (!IS_ERR(qp)) {
+			unsigned long t0 = jiffies;
+
+			qa.qp_state = IB_QPS_INIT;
+			ret = ib_modify_qp(qp, &qa, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+					   IB_QP_ACCESS_FLAGS);
+			CHECK(!ret, "ib_modify_qp RESET->INIT (on the SRQ) (%d)", ret);
+			ib_drain_qp(qp);
+			CHECK(time_before(jiffies, t0 + HZ),
+			      "ib_drain_qp of a QP on an SRQ returns at its Last WQE Reached event (%u ms)",
+			      jiffies_to_msecs(jiffies - t0));
+			CHECK(!ib_destroy_qp(qp), "ib_destroy_qp (on the SRQ)");
+		}
+		qia.srq = NULL;
 		ib_destroy_srq(srq);
 		CHECK(true, "ib_destroy_srq");
 	}
