@@ -16,6 +16,9 @@ use super::{
 use crate::{
     bindings,
     error::{code::EINVAL, from_result},
+    new_spinlock, pin_init,
+    prelude::*,
+    sync::{Arc, SpinLock},
 };
 use core::ptr::NonNull;
 
@@ -149,6 +152,8 @@ pub struct QpInitAttr<'a, T: Driver> {
     pub srq: Option<&'a Srq<T>>,
     /// The handle that the QP's work completions carry for kernel callers.
     pub handle: QpHandle,
+    /// The QP's asynchronous events, for the driver to keep and raise.
+    pub events: Arc<QpEvents>,
 }
 
 /// An address vector for RoCE (`struct rdma_ah_attr` of type RoCE, with its GRH).
@@ -405,8 +410,65 @@ super::object::driver_object!(
     /// A queue pair of driver `T`: ib_core's `struct ib_qp` followed by the driver's data.
     Qp,
     ib_qp,
-    Qp
+    Qp,
+    events: Option<Arc<QpEvents>>
 );
+
+/// A QP's C part, while it exists.
+struct RawQp(NonNull<bindings::ib_qp>);
+
+// SAFETY: Only used under the lock of `QpEvents`, whose revocation the destroy trampoline
+// waits for; ib_core's handlers may run on any thread.
+unsafe impl Send for RawQp {}
+
+/// The asynchronous events of a QP, for the data path to raise; inert once the QP is
+/// destroyed.
+///
+/// # Invariants
+///
+/// `qp` is `Some` only while the QP it points to is alive: the destroy trampoline clears it
+/// (under the lock) before ib_core frees the QP.
+#[pin_data]
+pub struct QpEvents {
+    #[pin]
+    qp: SpinLock<Option<RawQp>>,
+}
+
+impl QpEvents {
+    fn new(qp: NonNull<bindings::ib_qp>) -> impl PinInit<Self> {
+        // INVARIANT: The QP is alive: its create trampoline makes the handle.
+        pin_init!(Self {
+            qp <- new_spinlock!(Some(RawQp(qp)), "QpEvents::qp"),
+        })
+    }
+
+    /// Reports that the QP, attached to an SRQ and in the error state, takes no more receive
+    /// WQEs from it (`IB_EVENT_QP_LAST_WQE_REACHED`): what `ib_drain_qp` waits for.
+    pub fn last_wqe_reached(&self) {
+        let guard = self.qp.lock();
+        if let Some(RawQp(qp)) = &*guard {
+            let qp = qp.as_ptr();
+            // SAFETY: `ib_event` holds pointers, a union and an enum, for which zero is valid.
+            let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+            ev.event = bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED;
+            ev.element.qp = qp;
+            // SAFETY: The QP is alive while the handle is not revoked (type invariant) and the
+            // lock is held; ib_core sets the handler, its context and the device.
+            unsafe {
+                ev.device = (*qp).device;
+                if let Some(handler) = (*qp).event_handler {
+                    handler(&mut ev, (*qp).qp_context);
+                }
+            }
+        }
+    }
+
+    /// Makes the handle inert.
+    fn revoke(&self) {
+        // INVARIANT: Cleared before the QP is freed.
+        *self.qp.lock() = None;
+    }
+}
 
 /// A QP's C part as an opaque value, for the `qp` field of the work completions of kernel
 /// callers. Rust never dereferences it.
@@ -460,6 +522,7 @@ impl<T: Driver> Qp<T> {
 pub(crate) unsafe fn init_attr_from_raw<'a, T: Driver>(
     qp: core::ptr::NonNull<bindings::ib_qp>,
     a: &bindings::ib_qp_init_attr,
+    events: Arc<QpEvents>,
 ) -> QpInitAttr<'a, T> {
     // SAFETY: The CQs of a QP on a `T` device are `T` CQs, alive while the QP is created.
     let cq = |p: *mut bindings::ib_cq| (!p.is_null()).then(|| unsafe { Cq::from_raw(p) });
@@ -474,6 +537,7 @@ pub(crate) unsafe fn init_attr_from_raw<'a, T: Driver>(
         // SAFETY: The SRQ of a QP on a `T` device is a `T` SRQ, alive while the QP is created.
         srq: (!a.srq.is_null()).then(|| unsafe { Srq::from_raw(a.srq) }),
         handle: QpHandle(qp),
+        events,
     }
 }
 
@@ -501,15 +565,25 @@ impl<T: Driver> Adapter<T> {
             let pd = unsafe { Pd::<T>::from_raw((*ibqp).pd) };
             // SAFETY: ib_core passes a valid QP.
             let qp_ptr = unsafe { NonNull::new_unchecked(ibqp) };
+            let events = Arc::pin_init(QpEvents::new(qp_ptr), GFP_KERNEL)?;
             // SAFETY: `init` is what ib_core passes for this QP of a `T` device, valid for the
             // call; `attr` is used only during it.
-            let attr = unsafe { init_attr_from_raw::<T>(qp_ptr, &*init) };
+            let attr = unsafe { init_attr_from_raw::<T>(qp_ptr, &*init, events.clone()) };
             // SAFETY: `udata` is null or the driver data of a command on a `T` device.
             let user = unsafe { User::from_udata(udata) };
-            let created = T::create_qp(pd, &attr, user)?;
-            // SAFETY: ib_core just allocated the QP (`destroy_qp` drops the data); the QP
-            // number and the real capacities are the driver's to report during creation.
+            let created = match T::create_qp(pd, &attr, user) {
+                Ok(created) => created,
+                Err(e) => {
+                    // ib_core frees the QP without `destroy_qp`.
+                    events.revoke();
+                    return Err(e);
+                }
+            };
+            // SAFETY: ib_core just allocated the QP (`destroy_qp` drops the data and the
+            // events); the QP number and the real capacities are the driver's to report during
+            // creation.
             unsafe {
+                Qp::<T>::extra_slot(ibqp).write(Some(events));
                 Qp::<T>::init_data(ibqp, created.data);
                 (*ibqp).qp_num = created.qp_num;
                 write_init_attr(&created.cap, attr.sq_sig_all, &mut *init);
@@ -525,6 +599,10 @@ impl<T: Driver> Adapter<T> {
         ibqp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> crate::ffi::c_int {
+        // SAFETY: `create_qp` set the events of the QP; nothing else touches the slot.
+        if let Some(events) = unsafe { (*Qp::<T>::extra_slot(ibqp)).take() } {
+            events.revoke();
+        }
         // SAFETY: ib_core destroys an object whose create operation initialised the data.
         unsafe { Qp::<T>::drop_data(ibqp) };
         0
