@@ -33,8 +33,8 @@ use kernel::{
         mr::{Access, KernelBuf},
         pd::Pd,
         qp::{
-            modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpHandle, QpInitAttr, QpQuery,
-            QpState, QpType,
+            modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvents, QpHandle,
+            QpInitAttr, QpQuery, QpState, QpType,
         },
         uapi::{
             srdma_create_qp_resp, srdma_qp_db, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
@@ -124,6 +124,8 @@ pub(crate) struct QpShared {
     pub(crate) db: DbRecord,
     /// What kernel callers' completions name the QP by; `None` for user QPs.
     pub(crate) handle: Option<QpHandle>,
+    /// Its asynchronous events.
+    events: Arc<QpEvents>,
     /// Where the SQ's processing is; the lock serialises it.
     pub(crate) sq_run: Pin<KBox<Mutex<SqRun>>>,
     /// The next RQ WQE the kernel takes; the lock serialises deliveries to this QP.
@@ -153,18 +155,32 @@ impl QpShared {
         QpState::from_raw(self.state.load(Ordering::Acquire)).unwrap_or(QpState::Err)
     }
 
-    /// Sets the state in `attr` (the locked attributes) and its lock-free copy.
-    fn set_state(&self, attr: &mut QpAttr, state: QpState) {
+    /// Sets the state in `attr` (the locked attributes) and its lock-free copy. Returns whether
+    /// the QP, attached to an SRQ, entered the error state: then [`QpShared::srq_left`] is due
+    /// once the attributes are unlocked.
+    #[must_use]
+    fn set_state(&self, attr: &mut QpAttr, state: QpState) -> bool {
         trace::srdma_qp_state(self.qpn, attr.qp_state as u32, state as u32);
+        let left = state == QpState::Err && attr.qp_state != QpState::Err && self.srq.is_some();
         attr.qp_state = state;
         attr.cur_qp_state = state;
         self.state.store(state as u32, Ordering::Release);
+        left
+    }
+
+    /// Tells the QP's user that the QP, in the error state, takes no more receive WQEs of its
+    /// SRQ (a delivery looks at the state under the SRQ's lock before it takes one): the Last
+    /// WQE Reached event, which `ib_drain_qp` waits for.
+    fn srq_left(&self) {
+        self.events.last_wqe_reached();
     }
 
     /// Moves the QP to the error state, as the data path does when a work request fails.
     pub(crate) fn enter_error(&self) {
-        let mut attr = self.attr.lock();
-        self.set_state(&mut attr, QpState::Err);
+        let left = self.set_state(&mut self.attr.lock(), QpState::Err);
+        if left {
+            self.srq_left();
+        }
     }
 
     /// Ends the QP as it is destroyed, holding the locks that every run of its SQ and every
@@ -358,6 +374,7 @@ impl SrdmaQp {
                 ctx_db: user.as_ref().and_then(|u| u.ucontext.ctx_db.clone()),
                 alive: AtomicBool::new(true),
                 handle: user.is_none().then_some(attr.handle),
+                events: attr.events.clone(),
                 db,
                 sq_run: KBox::pin_init(new_mutex!(SqRun::default()), GFP_KERNEL)?,
                 rq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
@@ -416,6 +433,8 @@ impl SrdmaQp {
         let mut wire_req = shared.wire_req.lock();
         let mut wire = shared.wire.lock();
         let mut rq_ci = shared.rq_ci.lock();
+        // An SRQ's deliveries look at the state under its lock: none is under way as it moves.
+        let srq_ci = shared.srq.as_ref().map(|srq| srq.ci.lock());
         let mut cur = shared.attr.lock();
         let cur_state = cur.qp_state;
         if mask.contains(QpAttrMask::CUR_STATE) && attr.cur_qp_state != cur_state {
@@ -500,9 +519,12 @@ impl SrdmaQp {
         if mask.contains(QpAttrMask::SQ_PSN) || next == QpState::Reset {
             shared.sq_psn.store(new.sq_psn, Ordering::Relaxed);
         }
-        shared.set_state(&mut new, next);
+        let left = shared.set_state(&mut new, next);
         *cur = new;
         drop(cur);
+        if left {
+            shared.srq_left();
+        }
         // The next request looks its destination up again, with the new attributes.
         sq.peer = None;
         if next == QpState::Err && cur_state != QpState::Err {
@@ -528,6 +550,7 @@ impl SrdmaQp {
                 }
             }
         }
+        drop(srq_ci);
         drop(rq_ci);
         drop(wire);
         drop(wire_req);
