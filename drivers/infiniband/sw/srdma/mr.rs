@@ -16,6 +16,7 @@ use crate::{
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     net::skb::SkBuff,
+    new_condvar, new_mutex,
     page::PAGE_SIZE,
     prelude::*,
     rdma::{
@@ -25,7 +26,6 @@ use kernel::{
         pd::Pd,
         ucontext::User,
     },
-    new_condvar, new_mutex,
     sync::{Arc, CondVar, Mutex},
 };
 

@@ -33,8 +33,8 @@ use kernel::{
         mr::{Access, KernelBuf},
         pd::Pd,
         qp::{
-            modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvents, QpHandle,
-            QpInitAttr, QpQuery, QpState, QpType,
+            modify_is_ok, Qp, QpAttr, QpAttrMask, QpCap, QpCreated, QpEvents, QpHandle, QpInitAttr,
+            QpQuery, QpState, QpType,
         },
         uapi::{
             srdma_create_qp_resp, srdma_qp_db, SRDMA_RQ_WQE_HDR_SIZE, SRDMA_SGE_SIZE,
