@@ -449,7 +449,8 @@ static void datagram_too_long(struct side *A, struct side *B)
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
-				  .grh = { .dgid = B->gid, .sgid_index = A->gidx, .hop_limit = 1 } };
+				  .grh = { .dgid = B->gid, .sgid_index = A->gidx,
+					   .hop_limit = 1 } };
 	struct ibv_qp_attr qa;
 	struct ibv_qp *a, *b;
 	struct ibv_ah *ah;
@@ -517,18 +518,18 @@ static void dereg_under_write(struct side *A, struct side *B)
 {
 	struct big_write w = { .A = A, .to = B->buf };
 	unsigned char *last = B->buf + BIG - 4096;
-	volatile unsigned char *first = B->buf;
 	int rounds = 0, under_way = 0, late = 0;
 	struct ibv_wc wc;
 
 	while (rounds < 8 && !under_way) {
 		struct ibv_mr *mr = ibv_reg_mr(B->pd, B->buf, BIG, ACCESS);
 		struct ibv_qp *a = side_qp(A, IBV_QPT_RC), *b = side_qp(B, IBV_QPT_RC);
+		struct conn ca = { A->gidx }, cb = { B->gidx };
 		pthread_t t;
 		int clear;
 
-		if (!mr || !a || !b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
-		    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
+		if (!mr || !a || !b || connect_qp(a, b->qp_num, &B->gid, ca) ||
+		    connect_qp(b, a->qp_num, &A->gid, cb)) {
 			printf("Bail out! cannot set up the MR and QPs (%s)\n", strerror(errno));
 			exit(1);
 		}
@@ -541,7 +542,7 @@ static void dereg_under_write(struct side *A, struct side *B)
 			printf("Bail out! cannot start the writer\n");
 			exit(1);
 		}
-		while (!*first)
+		while (!__atomic_load_n(B->buf, __ATOMIC_RELAXED))
 			;
 		ibv_dereg_mr(mr);
 		clear = !last[0] && !memcmp(last, last + 1, 4095);
@@ -622,7 +623,7 @@ static void *rewrite_sq_ci(void *arg)
  * its indices. A thread keeps storing the SQ consumer index one behind the producer index; one
  * more WRITE wakes the poller, which must still go to sleep once the queue is idle.
  */
-static void poller_sleeps(struct side *A, struct side *B)
+static void poller_naps(struct side *A, struct side *B)
 {
 	struct ibv_qp *a = side_qp(A, IBV_QPT_RC), *b = side_qp(B, IBV_QPT_RC);
 	struct rewriter r = { 0 };
@@ -681,7 +682,7 @@ int main(int argc, char **argv)
 	if (argc == 4) {
 		open_side(&A, argv[1], 1 << 20, ACCESS);
 		open_side(&B, argv[2], 1 << 20, ACCESS);
-		poller_sleeps(&A, &B);
+		poller_naps(&A, &B);
 		tap_done();
 	}
 	open_side(&A, argv[1], BIG, ACCESS);
