@@ -25,6 +25,8 @@
 //! assert_eq!(p.headers, hdrs);
 //! assert_eq!((p.headers.bth.dest_qp, p.headers.bth.psn, p.headers.bth.pad), (0x12, 5, 1));
 //! assert_eq!(p.headers.imm, Some(0xdead_beef));
+//! // The immediate data travels as the verbs carry it, a `__be32`: its bytes as they are.
+//! assert_eq!(buf[12..16], 0xdead_beef_u32.to_ne_bytes());
 //! assert_eq!(p.payload, b"abc");
 //! ```
 
@@ -429,7 +431,8 @@ pub struct Headers {
     pub aeth: Option<Aeth>,
     /// The original value of an atomic acknowledgment.
     pub atomic_ack: Option<u64>,
-    /// Immediate data.
+    /// Immediate data as the verbs carry it (`__be32`): the value's bytes in memory are the
+    /// bytes on the wire, whatever the CPU's byte order.
     pub imm: Option<u32>,
     /// The rkey a SEND with invalidate names.
     pub ieth: Option<u32>,
@@ -500,7 +503,7 @@ impl Headers {
             at += 8;
         }
         if l.imm {
-            b[at..at + 4].copy_from_slice(&self.imm.ok_or(EINVAL)?.to_be_bytes());
+            b[at..at + 4].copy_from_slice(&self.imm.ok_or(EINVAL)?.to_ne_bytes());
             at += 4;
         }
         if l.ieth {
@@ -569,7 +572,7 @@ impl<'a> Packet<'a> {
             msn: be32(h) & PSN_MASK,
         });
         let atomic_ack = take(l.atomic_ack, 8).map(be64);
-        let imm = take(l.imm, 4).map(be32);
+        let imm = take(l.imm, 4).map(|h| u32::from_ne_bytes([h[0], h[1], h[2], h[3]]));
         let ieth = take(l.ieth, 4).map(be32);
         let tail = &b[b.len() - ICRC_LEN..];
         Ok(Self {
