@@ -15,7 +15,11 @@
  *   more is written to its memory, which the process may be using for something else;
  * - a datagram longer than the receive WQE it would take is dropped, as rxe drops it: the UD QP
  *   stays usable and the WQE takes the next datagram (anyone who can send a packet to the
- *   device could otherwise fail its QP1 and with it the CM).
+ *   device could otherwise fail its QP1 and with it the CM);
+ * - one ibv_post_send of 2 GiB of SENDs (four of eight 64 MiB SGEs): a task on the same CPU
+ *   still runs while the kernel copies (the copy gives way when the scheduler asks, even on a
+ *   kernel without preemption), and the call returns once a bounded part is done, the rest
+ *   going on in the device's worker.
  * Prints TAP.
  *   srdma_edges DEV_A DEV_B
  * With a third argument, `poller`, only this, for devices in doorbell mode "poll":
@@ -23,7 +27,10 @@
  *   kernel's field, in a page the process may write) does not keep the device's poller from
  *   going to sleep.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
+#include <time.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -666,6 +673,129 @@ static void poller_naps(struct side *A, struct side *B)
 	ibv_destroy_qp(b);
 }
 
+#define PIECES 8
+#define MESSAGES 4
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Binds the calling thread to the CPUs of set. */
+static int pin(cpu_set_t *set)
+{
+	return pthread_setaffinity_np(pthread_self(), sizeof(*set), set);
+}
+
+/* A task that wants the CPU every millisecond, and the longest it went without it. */
+struct ticker {
+	cpu_set_t *cpu;
+	int stop;
+	double worst;
+};
+
+static void *tick(void *arg)
+{
+	struct ticker *t = arg;
+	double last, now;
+
+	if (pin(t->cpu))
+		return NULL;
+	last = now_ms();
+	while (!__atomic_load_n(&t->stop, __ATOMIC_RELAXED)) {
+		usleep(1000);
+		now = now_ms();
+		if (now - last > t->worst)
+			t->worst = now - last;
+		last = now;
+	}
+	return NULL;
+}
+
+/*
+ * Four SENDs of 512 MiB each (eight SGEs over A's 64 MiB buffer) into four receives of eight
+ * SGEs over B's, posted with one ibv_post_send on CPU 0 while the ticker wants CPU 0 too. The
+ * copy must give the CPU up when the scheduler asks (the test kernel does not preempt the
+ * kernel), and the post must return before all of it is done.
+ */
+static void fair_share(struct side *A, struct side *B)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = MESSAGES, .max_recv_wr = MESSAGES,
+			 .max_send_sge = PIECES, .max_recv_sge = PIECES },
+	};
+	struct ibv_sge sa[PIECES], sb[PIECES];
+	struct ibv_send_wr s[MESSAGES], *bad_s;
+	struct ibv_recv_wr r[MESSAGES], *bad_r;
+	cpu_set_t cpu0, all;
+	struct ticker t = { .cpu = &cpu0 };
+	struct ibv_qp *a, *b;
+	int sent = 0, received = 0, rc;
+	double t0, t1, t2;
+	struct ibv_wc wc;
+	pthread_t th;
+
+	ia.send_cq = ia.recv_cq = A->cq;
+	a = ibv_create_qp(A->pd, &ia);
+	ia.send_cq = ia.recv_cq = B->cq;
+	b = ibv_create_qp(B->pd, &ia);
+	if (!a || !b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
+	    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
+		printf("Bail out! cannot connect (%s)\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < PIECES; i++) {
+		sa[i] = (struct ibv_sge){ (uintptr_t)A->buf, BIG, A->mr->lkey };
+		sb[i] = (struct ibv_sge){ (uintptr_t)B->buf, BIG, B->mr->lkey };
+	}
+	for (int i = 0; i < MESSAGES; i++) {
+		r[i] = (struct ibv_recv_wr){ .wr_id = i, .sg_list = sb, .num_sge = PIECES,
+					     .next = i + 1 < MESSAGES ? &r[i + 1] : NULL };
+		s[i] = (struct ibv_send_wr){ .wr_id = i, .sg_list = sa, .num_sge = PIECES,
+					     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					     .next = i + 1 < MESSAGES ? &s[i + 1] : NULL };
+	}
+	if (ibv_post_recv(b, r, &bad_r)) {
+		printf("Bail out! cannot post the receives (%s)\n", strerror(errno));
+		exit(1);
+	}
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (pthread_getaffinity_np(pthread_self(), sizeof(all), &all) || pin(&cpu0) ||
+	    pthread_create(&th, NULL, tick, &t)) {
+		printf("Bail out! cannot share CPU 0 with a second thread\n");
+		exit(1);
+	}
+	usleep(50000);
+	t0 = now_ms();
+	rc = ibv_post_send(a, s, &bad_s);
+	t1 = now_ms();
+	while (!rc && sent < MESSAGES && next_wc(A->cq, 60000, &wc) == IBV_WC_SUCCESS)
+		sent++;
+	t2 = now_ms();
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	pin(&all);
+	while (received < MESSAGES && next_wc(B->cq, 2000, &wc) == IBV_WC_SUCCESS &&
+	       wc.byte_len == PIECES * BIG)
+		received++;
+	result(!rc && sent == MESSAGES && received == MESSAGES,
+	       "%d SENDs of %u MiB in one post arrive (%d sent, %d received, %.0f ms)", MESSAGES,
+	       PIECES * (BIG >> 20), sent, received, t2 - t0);
+	result(t.worst > 0 && t.worst < 100,
+	       "a task on the same CPU runs while the kernel copies (it waited at most %.1f ms)",
+	       t.worst);
+	result(t1 - t0 < (t2 - t0) / 2,
+	       "ibv_post_send returns before the copy is done (%.0f ms of %.0f ms)", t1 - t0,
+	       t2 - t0);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+}
+
 int main(int argc, char **argv)
 {
 	struct side A, B;
@@ -732,5 +862,6 @@ int main(int argc, char **argv)
 	dereg_under_write(&A, &B);
 	destroy_receiving(&A, &B);
 	datagram_too_long(&A, &B);
+	fair_share(&A, &B);
 	tap_done();
 }
