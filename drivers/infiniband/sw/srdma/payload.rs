@@ -10,6 +10,7 @@ use kernel::{
     prelude::*,
     rdma::{mmap::SharedPages, pages},
     sync::Arc,
+    task::cond_resched,
 };
 
 /// The most bytes one step of a copy moves, holding what its spans hold.
@@ -291,6 +292,9 @@ fn copy_spans(
         s_at += step;
         d_at += step;
         done += step;
+        // A message may be gigabytes: between pieces the CPU goes to whoever the scheduler
+        // says should have it (every context that copies may sleep).
+        cond_resched();
     }
     Ok(())
 }

@@ -41,6 +41,11 @@ use kernel::{
 /// The most WQEs one run of a send queue carries out (a kick, a worker or poller pass).
 const SQ_BUDGET: u32 = 128;
 
+/// The bytes after which a run of a send queue takes no further WQE: a few milliseconds of
+/// copying. A single WQE may move more (up to `max_msg_sz`); its copy gives the CPU up
+/// between pieces.
+const SQ_BYTE_BUDGET: usize = 8 << 20;
+
 /// Set in the Q_Key of a UD work request: use the QP's own Q_Key instead (IBA 10.2.4).
 const QKEY_FROM_QP: u32 = 0x8000_0000;
 
@@ -61,6 +66,8 @@ struct Ctx<'a> {
     /// The destination on this host, once found (kept between runs).
     peer: &'a mut Option<Peer>,
     now: &'a Now,
+    /// The bytes the WQEs of this run have moved so far.
+    moved: &'a mut usize,
 }
 
 /// Processes the SQ of `q` from `sq.ci` (its locked consumer index) up to the producer index.
@@ -102,10 +109,12 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut 
     let pending = if failed { 0 } else { pi.wrapping_sub(start) };
     trace::srdma_doorbell(q.qpn, *ci, pi);
     q.counters.send.doorbell(pending);
+    let mut moved = 0;
     for n in 0..pending {
-        if n == SQ_BUDGET && !failed {
+        if (n == SQ_BUDGET || moved >= SQ_BYTE_BUDGET) && !failed {
             // The rest runs on the device's worker, after the workqueue had its chance to
-            // reschedule: no kick or pass works without bound.
+            // reschedule: no kick or pass works without bound, and the worker takes the QPs
+            // that have work in turn.
             drop(wr);
             dev.worker().schedule(dev.queue(), q.clone())?;
             return Ok(());
@@ -129,6 +138,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut 
                 attr: &attr,
                 peer,
                 now: &now,
+                moved: &mut moved,
             };
             match carry_out(&mut cx, &mut wr, &wqe) {
                 Judged::Done(status) if wr.busy() => {
@@ -307,6 +317,7 @@ fn send_or_write(
     let q = cx.q;
     let data = wqe.gather(q)?;
     q.counters.send.gathered(wqe.inline, data.len());
+    *cx.moved += data.len();
     let imm = opcode.has_imm().then_some(wqe.imm_data);
     let out = if opcode.is_send() {
         Outgoing::Send {
@@ -342,6 +353,7 @@ fn read_or_atomic(
     }
     // Where the response goes: the requester's SGEs, with the right to write them.
     let sink = wqe.sges(q, Access::LOCAL_WRITE)?;
+    *cx.moved += sink.len();
     let remote = wqe.remote(q).map_err(|_| WcStatus::LocQpOpErr)?;
     let at = Remote {
         va: remote.remote_addr,

@@ -38,6 +38,7 @@ use kernel::{
         Device,
     },
     sync::Arc,
+    task::cond_resched,
 };
 
 /// What the responder keeps of a READ or atomic it carried out, to answer its duplicates: a
@@ -640,6 +641,9 @@ fn send_read_responses(
         if unreadable {
             return Err(Nak::RemoteAccess);
         }
+        // A READ may ask for a whole MR (again, as a duplicate): the receive thread gives the
+        // CPU up between packets when the scheduler asks.
+        cond_resched();
     }
     Ok(packets as u32)
 }
