@@ -45,6 +45,14 @@ so acknowledges the first, and an ACK of the second as soon as it comes again. P
 "resent PSN,PSN,..." (what the target sent again until half a second after the ACK, relative to
 its first SEND, "-" for nothing), then the target's "send ..." line and last line.
 
+    srdma_forge.py abandon SRC_IP DST_IP TARGET_COMMAND...
+
+leaves a SEND unfinished at two targets, each with two receives posted: the first packet of
+a SEND of 2 KiB (which takes the first receive) and then, at the first target, nothing (the
+target moves its QP to the error state itself), at the second a SEND ONLY where the rest of
+the SEND belongs (an invalid request, which fails the QP). Prints "NAME RECEIVES" for each,
+RECEIVES as the target printed them after the error ("WR:STATUS,...").
+
     srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
 
 sends RDMA ATOMIC WRITEs to targets run with TARGET_COMMAND: an honest one, its duplicate with
@@ -63,7 +71,7 @@ import sys
 import time
 import zlib
 
-TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write")
+TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write", "abandon")
 MODE = (
     sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 )
@@ -75,6 +83,7 @@ else:
 OUR_QPN, OUR_PSN = 0x123, 0x1000
 PKEY = 0xFFFF
 RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY, RC_READ_REQUEST = 0x11, 0x04, 0x0A, 0x0C
+RC_SEND_FIRST = 0x00
 RC_ATOMIC_WRITE = 0x1D
 RC_READ_FIRST, RC_READ_MIDDLE, RC_READ_LAST = 0x0D, 0x0E, 0x0F
 READ_RESPONSES = range(0x0D, 0x11)
@@ -391,6 +400,29 @@ def atomic_write_main():
         print(name, atomic_write(t, p, **forgery(t)), end(t), flush=True)
 
 
+def abandon_main():
+    raw, rx = raw_sockets()
+    p = OUR_PSN
+    for name in ("abandon_err", "abandon_nak"):
+        t = Target()
+        t.proc.stdin.write("recv 2\n")
+        t.proc.stdin.flush()
+        if t.proc.stdout.readline().strip() != "posted":
+            print(name, "not posted", flush=True)
+            t.proc.kill()
+            continue
+        send(raw, bth(RC_SEND_FIRST, t.qpn, p, 1024) + b"\x5a" * 1024)
+        answers(rx, 0.5)
+        if name == "abandon_nak":
+            send(raw, bth(RC_SEND_ONLY, t.qpn, p + 1, 64) + b"\x5a" * 64)
+            answers(rx, 0.5)
+        t.proc.stdin.write("error\n")
+        t.proc.stdin.flush()
+        line = t.proc.stdout.readline().strip()
+        print(name, line[5:] if line.startswith("recv ") else "-", flush=True)
+        t.finish()
+
+
 def main():
     before = sent_pkts()
     conn, qpn, psn = exchange()
@@ -454,5 +486,7 @@ elif MODE == "rnr":
     rnr_main()
 elif MODE == "atomic_write":
     atomic_write_main()
+elif MODE == "abandon":
+    abandon_main()
 else:
     main()

@@ -20,6 +20,11 @@
  * came as "send STATUS,STATUS,...", each "WR:STATUS" (WR the index of the SEND, STATUS
  * ibv_wc_status_str()'s), "none" for those that did not come.
  *
+ * A line "recv N" (N at most MAX_SENDS) posts N receives of 4 KiB each (wr_id 0 to N-1) and
+ * prints "posted". A line "error" then moves the QP to the error state, if it is not there
+ * already, and prints the receive completions that come within a second as
+ * "recv WR:STATUS,..." ("recv -" for none): each posted receive must complete once.
+ *
  *   srdma_target DEV GID_INDEX
  */
 #include <infiniband/verbs.h>
@@ -102,10 +107,56 @@ static int send_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, c
 	return 0;
 }
 
+/* Posts the receives "recv N" in `line` asks for. */
+static int post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf,
+		      const char *line)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 4096, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	unsigned int n;
+
+	if (sscanf(line, "recv %u", &n) != 1 || !n || n > MAX_SENDS)
+		return die("reading the recv command");
+	for (unsigned int i = 0; i < n; i++) {
+		wr.wr_id = i;
+		if (ibv_post_recv(qp, &wr, &bad))
+			return die("posting a receive");
+	}
+	printf("posted\n");
+	fflush(stdout);
+	return 0;
+}
+
+/* Moves the QP to the error state and prints the receive completions that come. */
+static int to_error(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct timespec end, now;
+	struct ibv_wc wc;
+	int seen = 0;
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return die("moving the QP to the error state");
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec++;
+	printf("recv ");
+	do {
+		/* Nothing else is posted; a flushed completion's opcode is undefined. */
+		if (ibv_poll_cq(qp->recv_cq, 1, &wc) == 1)
+			printf("%s%llu:%s", seen++ ? "," : "", (unsigned long long)wc.wr_id,
+			       ibv_wc_status_str(wc.status));
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	printf("%s\n", seen ? "" : "-");
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
-				       .cap = { .max_send_wr = MAX_SENDS, .max_recv_wr = 1,
+				       .cap = { .max_send_wr = MAX_SENDS, .max_recv_wr = MAX_SENDS,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_READ |
@@ -177,7 +228,9 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			line[0] = 0;
 	} while ((!strncmp(line, "read ", 5) && !read_peer(qp, mr, buf, line)) ||
-		 (!strncmp(line, "send ", 5) && !send_peer(qp, mr, buf, line)));
+		 (!strncmp(line, "send ", 5) && !send_peer(qp, mr, buf, line)) ||
+		 (!strncmp(line, "recv ", 5) && !post_recvs(qp, mr, buf, line)) ||
+		 (!strncmp(line, "error", 5) && !to_error(qp)));
 	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
 		return die("query");
 	printf("memory ");

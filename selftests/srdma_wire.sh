@@ -174,6 +174,21 @@ if prog srdma_target; then
 	done
 	rm -f "$out_f"
 
+	# A SEND left unfinished (srdma_forge.py abandon): the receive it took completes all the
+	# same, flushed, when the QP enters the error state (moved there by the process, or failed
+	# by an invalid request), and before the receive posted after it.
+	out_f=$(mktemp)
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" abandon "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	answer() { awk -v k="$1" '$1 == k { $1 = ""; print substr($0, 2) }' "$out_f"; }
+	[ -n "$(answer abandon_err)" ] || diag "forger: $(cat "$out_f")"
+	flushed="0:Work Request Flushed Error,1:Work Request Flushed Error"
+	check_eq "a SEND under way, the QP moved to the error state: both receives flushed" \
+		"$flushed" "$(answer abandon_err)"
+	check_eq "a SEND under way, an invalid request fails the QP: both receives flushed" \
+		"$flushed" "$(answer abandon_nak)"
+	rm -f "$out_f"
+
 	# srdma reads from a responder that answers a READ it was asked again in part only after
 	# the rest of the first, and then from where it was asked (srdma_forge.py replay): the
 	# responses srdma has already are signs of life that hold its timer off, until the missing
