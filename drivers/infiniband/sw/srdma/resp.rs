@@ -464,14 +464,27 @@ pub(crate) fn finish_receive(d: &Arc<QpShared>, done: &ReceiveDone, status: WcSt
     response
 }
 
-/// Takes the next receive WQE of `d` for a message that arrives in pieces: returns its
-/// `wr_id` and the memory its SGEs name (all of it: the message's length is not known yet),
-/// or `Err(wr_id)` for a WQE that names memory it may not. The WQE is given back to the
-/// process at once; its completion comes with [`finish_receive`]. Fails with the answer for
-/// the sender when the QP takes nothing or has no receive WQE (RNR).
+/// A receive WQE that a message arriving in pieces has taken ([`take_receive`]).
+pub(crate) struct Taken {
+    pub(crate) wr_id: u64,
+    /// The memory its SGEs name (all of it: the message's length is not known yet); `None`
+    /// for a WQE that names memory it may not, whose message completes in error.
+    pub(crate) sink: Option<Segments>,
+    /// Its index in the QP's RQ, where it stays while its message is under way, until
+    /// [`release_receive`]: a message that never ends leaves it to be flushed with the WQEs
+    /// after it, or (UC) to take the next message. `None` for a WQE off the ring already (an
+    /// SRQ's, or one whose message ends with the packet that took it).
+    pub(crate) held: Option<u32>,
+}
+
+/// Takes the next receive WQE of `d` for a message that arrives in pieces; `hold` leaves a
+/// WQE of the QP's own RQ at the head of the ring until its message ends. Its completion comes
+/// with [`finish_receive`]. Fails with the answer for the sender when the QP takes nothing or
+/// has no receive WQE (RNR).
 pub(crate) fn take_receive(
     d: &Arc<QpShared>,
-) -> core::result::Result<core::result::Result<(u64, Segments), u64>, Response> {
+    hold: bool,
+) -> core::result::Result<Taken, Response> {
     let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
         (Some(srq), _) => (&srq.ring, &srq.db, &srq.ci, srq.max_sge),
         (None, Some(rq)) => (rq, &d.db, &d.rq_ci, d.cap.max_recv_sge),
@@ -491,17 +504,39 @@ pub(crate) fn take_receive(
         bad_producer_index(d, false, pi, *ci, rq.wqe_cnt);
         return Err(Response::Lost);
     }
-    let taken = match RecvWqe::read(rq, *ci) {
-        Ok(wqe) => wqe
-            .sink(d, rq, max_sge, None)
-            .map(|sink| (wqe.wr_id, sink))
-            .map_err(|BadRecv| wqe.wr_id),
-        Err(BadRecv) => Err(0),
+    let (wr_id, sink) = match RecvWqe::read(rq, *ci) {
+        Ok(wqe) => (wqe.wr_id, wqe.sink(d, rq, max_sge, None).ok()),
+        Err(BadRecv) => (0, None),
     };
+    // An SRQ's WQE is taken at once: the SRQ's other QPs take the next.
+    if hold && d.srq.is_none() {
+        return Ok(Taken {
+            wr_id,
+            sink,
+            held: Some(*ci),
+        });
+    }
     *ci = ci.wrapping_add(1);
     let _ = db.store(DB_RQ_CI, *ci);
     if let Some(srq) = &d.srq {
         srq.consumed(pending - 1);
     }
-    Ok(taken)
+    Ok(Taken {
+        wr_id,
+        sink,
+        held: None,
+    })
+}
+
+/// Takes the receive WQE that [`take_receive`] held at index `held` of the RQ of `d` off the
+/// ring as its message ends; `false` when it is no longer there (the QP left RTR and RTS,
+/// flushing or dropping its WQEs), and the message is not delivered.
+pub(crate) fn release_receive(d: &QpShared, held: u32) -> bool {
+    let mut ci = d.rq_ci.lock();
+    if !d.is_alive() || !matches!(d.state(), QpState::Rtr | QpState::Rts) || *ci != held {
+        return false;
+    }
+    *ci = ci.wrapping_add(1);
+    let _ = d.db.store(DB_RQ_CI, *ci);
+    true
 }

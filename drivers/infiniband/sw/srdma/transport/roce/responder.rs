@@ -24,7 +24,7 @@ use crate::{
     message::{Atomic, Nak, Path, Remote, Response, PSN_MASK},
     payload::Segments,
     qp::QpShared,
-    resp::{self, finish_receive, take_receive, ReceiveDone},
+    resp::{self, finish_receive, release_receive, take_receive, ReceiveDone},
     wc::{WcOpcode, WcStatus},
 };
 use core::sync::atomic::Ordering;
@@ -100,12 +100,13 @@ const SYNDROME_NAK_SEQ: u8 = 0x60;
 
 /// The message a QP is in the middle of receiving.
 enum InMsg {
-    /// A SEND into a receive WQE: its `wr_id` and memory (`None`: the WQE was bad, and the
-    /// message fails at its end).
+    /// A SEND into a receive WQE: its `wr_id`, memory (`None`: the WQE was bad, and the
+    /// message fails at its end) and, while it stays in the RQ, its index there.
     Send {
         wr_id: u64,
         sink: Option<Segments>,
         at: usize,
+        held: Option<u32>,
     },
     /// An RDMA WRITE of `len` bytes into `target`.
     Write {
@@ -432,18 +433,14 @@ fn message(
     }
     if matches!(p, Place::First | Place::Only) {
         w.msg = Some(if is_send(op) {
-            match take_receive(qp) {
-                Ok(Ok((wr_id, sink))) => InMsg::Send {
-                    wr_id,
-                    sink: Some(sink),
-                    at: 0,
-                },
-                Ok(Err(wr_id)) => InMsg::Send {
-                    wr_id,
-                    sink: None,
-                    at: 0,
-                },
-                Err(response) => return Err(response.into()),
+            // The receive WQE of a message that is not over stays in the RQ until it is: if
+            // it never is, the WQE completes all the same, flushed with the RQ.
+            let taken = take_receive(qp, p == Place::First).map_err(Refusal::from)?;
+            InMsg::Send {
+                wr_id: taken.wr_id,
+                sink: taken.sink,
+                at: 0,
+                held: taken.held,
             }
         } else {
             let reth = h.reth.ok_or(Nak::InvalidRequest)?;
@@ -515,7 +512,17 @@ fn finish(
 ) -> core::result::Result<(), Refusal> {
     let h = &pkt.headers;
     let (wr_id, ok, byte_len, opcode) = match msg {
-        Some(InMsg::Send { wr_id, sink, at }) => (*wr_id, sink.is_some(), *at, WcOpcode::Recv),
+        Some(InMsg::Send {
+            wr_id,
+            sink,
+            at,
+            held,
+        }) => {
+            if held.is_some_and(|slot| !release_receive(qp, slot)) {
+                return Err(Refusal::Drop);
+            }
+            (*wr_id, sink.is_some(), *at, WcOpcode::Recv)
+        }
         Some(&InMsg::Write { at, len, .. }) => {
             if at != len {
                 return Err(Nak::InvalidRequest.into());
@@ -524,10 +531,7 @@ fn finish(
                 return Ok(());
             }
             // The immediate data takes a receive WQE, whose memory stays untouched.
-            let wr_id = match take_receive(qp) {
-                Ok(Ok((wr_id, _))) | Ok(Err(wr_id)) => wr_id,
-                Err(response) => return Err(response.into()),
-            };
+            let wr_id = take_receive(qp, false).map_err(Refusal::from)?.wr_id;
             (wr_id, true, len, WcOpcode::RecvRdmaWithImm)
         }
         None => return Err(Nak::InvalidRequest.into()),
