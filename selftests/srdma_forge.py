@@ -47,11 +47,13 @@ its first SEND, "-" for nothing), then the target's "send ..." line and last lin
 
     srdma_forge.py abandon SRC_IP DST_IP TARGET_COMMAND...
 
-leaves a SEND unfinished at two targets, each with two receives posted: the first packet of
-a SEND of 2 KiB (which takes the first receive) and then, at the first target, nothing (the
+leaves a SEND unfinished at three targets, each with two receives posted: the first packet
+of a SEND of 2 KiB (which takes the first receive) and then, at the first target, nothing (the
 target moves its QP to the error state itself), at the second a SEND ONLY where the rest of
-the SEND belongs (an invalid request, which fails the QP). Prints "NAME RECEIVES" for each,
-RECEIVES as the target printed them after the error ("WR:STATUS,...").
+the SEND belongs, at the third a READ request there (each an invalid request, which fails the
+QP). Prints "NAME RECEIVES" for each, RECEIVES as the target printed them after the error
+("WR:STATUS,..."), and "NAME_answers ANSWERS" with the answers to the request after the first
+packet, as atomic_write prints them.
 
     srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
 
@@ -132,9 +134,9 @@ def icrc(ip, udp, transport):
     return struct.pack("<I", zlib.crc32(b"\xff" * 8 + masked_ip + masked_udp + masked))
 
 
-def bth(opcode, qpn, psn, payload_len, ack_req=True, tver=0, pad=None):
+def bth(opcode, qpn, psn, payload_len, ack_req=True, tver=0, pad=None, pkey=PKEY):
     pad = (-payload_len) & 3 if pad is None else pad
-    return struct.pack("!BBHII", opcode, (pad << 4) | tver, PKEY, qpn & 0xFFFFFF,
+    return struct.pack("!BBHII", opcode, (pad << 4) | tver, pkey, qpn & 0xFFFFFF,
                        (0x80000000 if ack_req else 0) | (psn & 0xFFFFFF))
 
 
@@ -403,7 +405,12 @@ def atomic_write_main():
 def abandon_main():
     raw, rx = raw_sockets()
     p = OUR_PSN
-    for name in ("abandon_err", "abandon_nak"):
+    def show(got):
+        return " ".join("%x/%x/%s" % (op, psn, "-" if syn is None else
+                                      "ack" if syn >> 5 == 0 else "%02x" % syn)
+                        for op, psn, syn, _ in got) or "-"
+
+    for name in ("abandon_err", "abandon_nak", "abandon_read"):
         t = Target()
         t.proc.stdin.write("recv 2\n")
         t.proc.stdin.flush()
@@ -415,7 +422,11 @@ def abandon_main():
         answers(rx, 0.5)
         if name == "abandon_nak":
             send(raw, bth(RC_SEND_ONLY, t.qpn, p + 1, 64) + b"\x5a" * 64)
-            answers(rx, 0.5)
+            print(name + "_answers", show(answers(rx, 0.5)), flush=True)
+        elif name == "abandon_read":
+            reth = struct.pack("!QII", t.va, t.rkey, 64)
+            send(raw, bth(RC_READ_REQUEST, t.qpn, p + 1, 0) + reth)
+            print(name + "_answers", show(answers(rx, 0.5)), flush=True)
         t.proc.stdin.write("error\n")
         t.proc.stdin.flush()
         line = t.proc.stdout.readline().strip()
@@ -458,11 +469,13 @@ def main():
             send(raw, bth(op, qpn, OUR_PSN, 0))
         send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN, SIZE, tver=1) + payload + pad)
         count("malformed", 4)
-        # Not for this QP: an unknown QP number, a source the QP is not connected to.
+        # Not for this QP: an unknown QP number, a source the QP is not connected to, a
+        # partition the port is not a member of (P_Key 0x1234; the port has 0xFFFF only).
         send(raw, bth(RC_SEND_ONLY, 0xABCDE, OUR_PSN, SIZE) + payload + pad)
         send(raw, bth(RC_SEND_ONLY, 0x1, OUR_PSN, SIZE) + payload + pad)
         send(raw, good_send, src="10.61.0.9")
-        count("not_ours", 3)
+        send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN, SIZE, pkey=0x1234) + payload + pad)
+        count("not_ours", 4)
         # Far ahead of the expected PSN: dropped (with one sequence error NAK).
         for d in (1000, 0x400000, 5):
             send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN + d, SIZE) + payload + pad)

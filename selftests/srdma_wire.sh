@@ -112,7 +112,7 @@ check_eq "bad ICRC: dropped and counted" "$(sent_of icrc)" \
 	$(($(counter rx_icrc_errors) - before[rx_icrc_errors]))
 check_eq "truncated, undefined opcodes, TVer 1: dropped as malformed" "$(sent_of malformed)" \
 	$(($(counter rx_malformed) - before[rx_malformed]))
-check_eq "unknown QP, GSI QP, foreign source, stray response: dropped as not ours" \
+check_eq "unknown QP, GSI QP, foreign source, other P_Key, stray response: dropped as not ours" \
 	$(($(sent_of not_ours) + $(sent_of stray_response))) \
 	$(($(counter rx_not_ours) - before[rx_not_ours]))
 check_eq "PSNs far ahead: dropped, counted out of sequence" "$(sent_of psn_ahead)" \
@@ -187,6 +187,12 @@ if prog srdma_target; then
 		"$flushed" "$(answer abandon_err)"
 	check_eq "a SEND under way, an invalid request fails the QP: both receives flushed" \
 		"$flushed" "$(answer abandon_nak)"
+	check_eq "a SEND ONLY in the middle of a SEND: NAK invalid request" 11/1001/61 \
+		"$(answer abandon_nak_answers)"
+	check_eq "a READ in the middle of a SEND: NAK invalid request, not carried out" \
+		11/1001/61 "$(answer abandon_read_answers)"
+	check_eq "a READ in the middle of a SEND: both receives flushed" "$flushed" \
+		"$(answer abandon_read)"
 	rm -f "$out_f"
 
 	# srdma reads from a responder that answers a READ it was asked again in part only after
