@@ -11,6 +11,8 @@
  *   the QP that last reached it;
  * - a QP destroyed while SENDs stream into it: no receive completion of it may be written once
  *   ibv_destroy_qp returns (the order inside the kernel read from srdma's tracepoints);
+ * - a QP moved to the error state while SENDs stream into it: its receives complete once each,
+ *   in order, the flushed ones last;
  * - an MR deregistered while an RDMA WRITE copies into it: once ibv_dereg_mr returns, nothing
  *   more is written to its memory, which the process may be using for something else;
  * - a datagram longer than the receive WQE it would take is dropped, as rxe drops it: the UD QP
@@ -409,6 +411,100 @@ static void destroy_receiving(struct side *A, struct side *B)
 	result(late == 0,
 	       "no receive CQE written after destroy (%ld in %d rounds, %ld destroyed mid-stream)",
 	       late, STREAM_ROUNDS, raced);
+}
+
+/*
+ * One round of error_receiving: b moved to the error state after `after` of its receives
+ * completed. Returns how many of b's receive completions break the rules: each of its
+ * receives completes once, in the order they were posted, and none successfully after one
+ * was flushed.
+ */
+static int error_round(struct side *A, struct side *B, int after)
+{
+	struct ibv_cq *cqa = ibv_create_cq(A->ctx, 2 * STREAM_SQ, NULL, NULL, 0);
+	struct ibv_cq *cqb = ibv_create_cq(B->ctx, STREAM_RECVS + 16, NULL, NULL, 0);
+	struct ibv_qp *a = stream_qp(A, cqa, STREAM_SQ, 1);
+	struct ibv_qp *b = a ? stream_qp(B, cqb, 1, STREAM_RECVS) : NULL;
+	struct ibv_sge sge = { .addr = (uintptr_t)B->buf, .length = 64, .lkey = B->mr->lkey };
+	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct stream s = { .A = A, .a = a, .cq = cqa };
+	static struct ibv_wc wc[STREAM_RECVS + 32];
+	int got = 0, wrong = 0, flushed = 0;
+	pthread_t t;
+
+	if (!b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
+	    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
+		printf("Bail out! cannot connect (%s)\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < STREAM_RECVS; i++) {
+		rw.wr_id = i;
+		if (ibv_post_recv(b, &rw, &bad)) {
+			printf("Bail out! cannot post receives (%s)\n", strerror(errno));
+			exit(1);
+		}
+	}
+	if (pthread_create(&t, NULL, stream_sends, &s)) {
+		printf("Bail out! cannot start the sender\n");
+		exit(1);
+	}
+	for (int i = 0; got < after && i < 1000000; i++) {
+		int n = ibv_poll_cq(cqb, 16, wc + got);
+
+		got += n > 0 ? n : 0;
+	}
+	if (ibv_modify_qp(b, &err, IBV_QP_STATE)) {
+		printf("Bail out! cannot move the QP to the error state (%s)\n", strerror(errno));
+		exit(1);
+	}
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	for (int idle = 0; idle < 200 && got < STREAM_RECVS + 16; idle++) {
+		int n = ibv_poll_cq(cqb, 16, wc + got);
+
+		if (n > 0) {
+			got += n;
+			idle = 0;
+		} else {
+			usleep(1000);
+		}
+	}
+	for (int i = 0; i < got; i++) {
+		int bad = wc[i].wr_id != (uint64_t)i ||
+			  (flushed && wc[i].status == IBV_WC_SUCCESS);
+
+		if (bad && !wrong)
+			ksft_print_msg("completion %d of %d: wr_id %llu, status %d\n", i, got,
+				       (unsigned long long)wc[i].wr_id, wc[i].status);
+		wrong += bad;
+		flushed |= wc[i].status != IBV_WC_SUCCESS;
+	}
+	wrong += abs(got - STREAM_RECVS);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_cq(cqa);
+	ibv_destroy_cq(cqb);
+	return wrong;
+}
+
+/*
+ * b is moved to the error state while a's SENDs stream into its receives: a delivery under
+ * way finishes before the flush, or not at all (its receive is flushed with the rest).
+ */
+static void error_receiving(struct side *A, struct side *B)
+{
+	int wrong = 0, rounds = 0;
+
+	for (int r = 0; r < STREAM_ROUNDS; r++) {
+		int n = error_round(A, B, 8 + r * 16);
+
+		wrong += n;
+		rounds += n > 0;
+	}
+	result(wrong == 0,
+	       "moved to the error state while receiving: every receive completes once, in order, none successfully after a flush (%d wrong in %d of %d rounds)",
+	       wrong, rounds, STREAM_ROUNDS);
 }
 
 #define UD_QKEY 0x11111111
@@ -861,6 +957,7 @@ int main(int argc, char **argv)
 	destinations(&A, &B);
 	dereg_under_write(&A, &B);
 	destroy_receiving(&A, &B);
+	error_receiving(&A, &B);
 	datagram_too_long(&A, &B);
 	fair_share(&A, &B);
 	tap_done();
