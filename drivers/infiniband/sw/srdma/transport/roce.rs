@@ -407,7 +407,7 @@ fn deliver(dev: &Device<SrdmaDevice>, skb: &mut SkBuff) -> core::result::Result<
         Some(_) => {}
     }
     let pkt = Packet::parse(udp_payload).map_err(|_| Dropped::Malformed)?;
-    if !is_ours(dev, &arrived.dgid) {
+    if !in_partition(pkt.headers.bth.pkey) || !is_ours(dev, &arrived.dgid) {
         return Err(Dropped::NotOurs);
     }
     let qp = dev
@@ -443,6 +443,14 @@ fn is_request(op: Operation) -> bool {
             | Operation::Acknowledge
             | Operation::AtomicAcknowledge
     )
+}
+
+/// Whether a packet with P_Key `pkey` is of the port's partition. The port's P_Key table holds
+/// the default P_Key only, a full member's: a P_Key matches when its partition (the low 15
+/// bits) is the same, whether it is a full or a limited member's (IBA 10.9.3).
+fn in_partition(pkey: u16) -> bool {
+    const PARTITION: u16 = 0x7fff;
+    pkey & PARTITION == roce::DEFAULT_PKEY & PARTITION
 }
 
 /// Whether `dgid` is an IP address of the device's network device, in its namespace.
