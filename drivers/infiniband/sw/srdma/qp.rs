@@ -184,10 +184,10 @@ impl QpShared {
     }
 
     /// Ends the QP as it is destroyed, holding the locks that every run of its SQ and every
-    /// delivery to it hold (the SQ's, the RQ's and the SRQ's): the SQ run or delivery in
-    /// progress finishes first, and every later one finds the QP dead and does nothing. A
-    /// delivery writes its receive CQE after it has let go of the RQ, so the CQs' locks are
-    /// taken too, once the QP is dead: a CQE being written is written, later ones are refused.
+    /// delivery to it hold (the SQ's, the wire's, the RQ's and the SRQ's): the SQ run or
+    /// delivery in progress finishes first, and every later one finds the QP dead and does
+    /// nothing. The CQs' locks are taken too, once the QP is dead, for a CQE written outside
+    /// those: a CQE being written is written, later ones are refused.
     /// So nothing of the QP runs and no completion of it appears once destroy returns. Its counts
     /// move to the device's totals under the same locks, so that no count is in the middle of
     /// its load and store.

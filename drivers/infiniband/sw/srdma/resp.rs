@@ -365,7 +365,6 @@ fn deliver(d: &Arc<QpShared>, msg: &Arrival<'_>) -> Response {
     if let Some(srq) = &d.srq {
         srq.consumed(pending - 1);
     }
-    drop(ci);
     let done = ReceiveDone {
         wr_id,
         wc_opcode: msg.wc_opcode,
@@ -376,15 +375,19 @@ fn deliver(d: &Arc<QpShared>, msg: &Arrival<'_>) -> Response {
         network: msg.network,
         solicited: msg.solicited,
     };
+    // The completion is written before the lock goes: a modify_qp to the error state or to
+    // reset, which takes it too, comes before the delivery or after its completion, never
+    // between (a success after the flushed WQEs' completions, an old wr_id after a reset).
+    let own_rq = d.srq.is_none().then_some(&mut *ci);
     if response == Response::Ack {
-        response = finish_receive(d, &done, WcStatus::Success);
+        response = finish_receive(d, &done, WcStatus::Success, own_rq);
     } else {
         let status = match response {
             // The sender's memory failed under the copy.
             Response::LocalFault => WcStatus::RemOpErr,
             _ => WcStatus::LocLenErr,
         };
-        finish_receive(d, &done, status);
+        finish_receive(d, &done, status, own_rq);
     }
     response
 }
@@ -421,9 +424,15 @@ pub(crate) struct ReceiveDone {
 }
 
 /// Writes the receive completion `done` of `d` with `status` (after the invalidation a
-/// successful SEND_WITH_INV asks for); any error moves `d` to the error state. Returns the
-/// answer for the sender: an ACK, or the NAK of a failed invalidation.
-pub(crate) fn finish_receive(d: &Arc<QpShared>, done: &ReceiveDone, status: WcStatus) -> Response {
+/// successful SEND_WITH_INV asks for); any error moves `d` to the error state. `rq_ci` is the
+/// consumer index of the QP's RQ when the caller holds the RQ's lock. Returns the answer for
+/// the sender: an ACK, or the NAK of a failed invalidation.
+pub(crate) fn finish_receive(
+    d: &Arc<QpShared>,
+    done: &ReceiveDone,
+    status: WcStatus,
+    rq_ci: Option<&mut u32>,
+) -> Response {
     let mut wc = cqe(done.wr_id, status, done.wc_opcode, d.qpn);
     wc.src_qp = done.src_qpn;
     wc.byte_len = done.byte_len;
@@ -456,9 +465,10 @@ pub(crate) fn finish_receive(d: &Arc<QpShared>, done: &ReceiveDone, status: WcSt
         // Every status written above is a `WcStatus`.
         let status = WcStatus::from_raw(wc.status).unwrap_or(WcStatus::GeneralErr);
         crate::log::error_completion(d, false, status);
-        if d.srq.is_none() {
-            let mut ci = d.rq_ci.lock();
-            flush(d, false, &mut ci);
+        match rq_ci {
+            Some(ci) => flush(d, false, ci),
+            None if d.srq.is_none() => flush(d, false, &mut d.rq_ci.lock()),
+            None => {}
         }
     }
     response

@@ -551,7 +551,7 @@ fn finish(
     } else {
         WcStatus::LocLenErr
     };
-    match finish_receive(qp, &done, status) {
+    match finish_receive(qp, &done, status, None) {
         Response::Ack if ok => Ok(()),
         response => Err(response.into()),
     }
