@@ -313,6 +313,9 @@ pub(crate) fn request(
     w.nak_sent = false;
     let pmtu = mtu_bytes(attr.path_mtu);
     let outcome = match op {
+        // A message under way goes on with its own packets only: anything else in its place
+        // is an opcode sequence error, refused as rxe refuses it, not a request to carry out.
+        _ if w.msg.is_some() && place(op).is_none() => Err(Nak::InvalidRequest.into()),
         Operation::ReadRequest if rc => {
             read(dev, qp, &ends, pkt, pmtu, w.msn.wrapping_add(1) & PSN_MASK).inspect(|&n| {
                 if let Some(reth) = h.reth {
