@@ -25,7 +25,9 @@
  * already, and prints the receive completions that come within a second as
  * "recv WR:STATUS,..." ("recv -" for none): each posted receive must complete once.
  *
- *   srdma_target DEV GID_INDEX
+ *   srdma_target DEV GID_INDEX [srq]
+ *
+ * With "srq", the QP takes its receives from an SRQ, to which "recv N" posts.
  */
 #include <infiniband/verbs.h>
 #include <stdio.h>
@@ -107,9 +109,9 @@ static int send_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, c
 	return 0;
 }
 
-/* Posts the receives "recv N" in `line` asks for. */
-static int post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf,
-		      const char *line)
+/* Posts the receives "recv N" in `line` asks for, to the QP or to its SRQ. */
+static int post_recvs(struct ibv_qp *qp, struct ibv_srq *srq, struct ibv_mr *mr,
+		      unsigned char *buf, const char *line)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 4096, .lkey = mr->lkey };
 	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -119,7 +121,7 @@ static int post_recvs(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf,
 		return die("reading the recv command");
 	for (unsigned int i = 0; i < n; i++) {
 		wr.wr_id = i;
-		if (ibv_post_recv(qp, &wr, &bad))
+		if (srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qp, &wr, &bad))
 			return die("posting a receive");
 	}
 	printf("posted\n");
@@ -167,11 +169,12 @@ int main(int argc, char **argv)
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
+	struct ibv_srq *srq = NULL;
 	struct ibv_qp *qp;
 	unsigned char *buf;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: srdma_target DEV GID_INDEX\n");
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "srq"))) {
+		fprintf(stderr, "usage: srdma_target DEV GID_INDEX [srq]\n");
 		return 2;
 	}
 	ctx = open_dev(argv[1]);
@@ -180,6 +183,14 @@ int main(int argc, char **argv)
 	pd = ibv_alloc_pd(ctx);
 	ia.send_cq = pd ? ibv_create_cq(ctx, 2 * MAX_SENDS, NULL, NULL, 0) : NULL;
 	ia.recv_cq = ia.send_cq;
+	if (argc == 4) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = MAX_SENDS, .max_sge = 1 } };
+
+		srq = pd ? ibv_create_srq(pd, &sa) : NULL;
+		if (!srq)
+			return die("creating the SRQ");
+		ia.srq = srq;
+	}
 	buf = aligned_alloc(4096, SIZE);
 	if (!ia.send_cq || !buf)
 		return die("creating the PD, CQ and buffer");
@@ -229,7 +240,7 @@ int main(int argc, char **argv)
 			line[0] = 0;
 	} while ((!strncmp(line, "read ", 5) && !read_peer(qp, mr, buf, line)) ||
 		 (!strncmp(line, "send ", 5) && !send_peer(qp, mr, buf, line)) ||
-		 (!strncmp(line, "recv ", 5) && !post_recvs(qp, mr, buf, line)) ||
+		 (!strncmp(line, "recv ", 5) && !post_recvs(qp, srq, mr, buf, line)) ||
 		 (!strncmp(line, "error", 5) && !to_error(qp)));
 	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
 		return die("query");
@@ -238,6 +249,8 @@ int main(int argc, char **argv)
 		printf("%02x", buf[i]);
 	printf("\nstate %d\n", a.qp_state);
 	ibv_destroy_qp(qp);
+	if (srq)
+		ibv_destroy_srq(srq);
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(ia.send_cq);
 	ibv_dealloc_pd(pd);

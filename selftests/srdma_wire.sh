@@ -193,6 +193,15 @@ if prog srdma_target; then
 		11/1001/61 "$(answer abandon_read_answers)"
 	check_eq "a READ in the middle of a SEND: both receives flushed" "$flushed" \
 		"$(answer abandon_read)"
+	# The same with the receives in an SRQ: the one the SEND took completes, flushed; the
+	# other stays in the SRQ for its other QPs.
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" abandon "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" srq >"$out_f" 2>&1
+	[ -n "$(answer abandon_err)" ] || diag "forger: $(cat "$out_f")"
+	for a in abandon_err abandon_nak abandon_read; do
+		check_eq "SRQ: a SEND under way as the QP fails ($a): its receive flushed" \
+			"0:Work Request Flushed Error" "$(answer $a)"
+	done
 	rm -f "$out_f"
 
 	# srdma reads from a responder that answers a READ it was asked again in part only after
