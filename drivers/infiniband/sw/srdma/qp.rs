@@ -522,6 +522,11 @@ impl SrdmaQp {
         let left = shared.set_state(&mut new, next);
         *cur = new;
         drop(cur);
+        if next == QpState::Err {
+            // A receive WQE taken from an SRQ by a message that will not end completes before
+            // the QP says it takes no more (and whichever path put the QP in the error state).
+            wire.abandon(shared);
+        }
         if left {
             shared.srq_left();
         }

@@ -86,6 +86,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut 
             wait_for_responders(q);
             q.wire_req.lock().clear(*ci);
             flush(q, true, ci);
+            q.wire.lock().abandon(q);
             let mut rq_ci = q.rq_ci.lock();
             flush(q, false, &mut rq_ci);
             return Ok(());
@@ -169,6 +170,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut 
     }
     if failed {
         // The QP entered the error state: its posted receives are flushed too.
+        q.wire.lock().abandon(q);
         let mut rq_ci = q.rq_ci.lock();
         flush(q, false, &mut rq_ci);
     }

@@ -19,13 +19,14 @@
 
 use super::{transmit, transmit_with, Arrived, Dropped, Ends};
 use crate::{
+    comp::complete,
     counters::Counter,
     device::SrdmaDevice,
     message::{Atomic, Nak, Path, Remote, Response, PSN_MASK},
     payload::Segments,
     qp::QpShared,
     resp::{self, finish_receive, release_receive, take_receive, ReceiveDone},
-    wc::{WcOpcode, WcStatus},
+    wc::{cqe, WcOpcode, WcStatus},
 };
 use core::sync::atomic::Ordering;
 use kernel::{
@@ -153,6 +154,19 @@ impl WireResp {
 }
 
 impl WireResp {
+    /// Drops the message under way as the QP enters the error state. A receive WQE it took
+    /// from an SRQ completes, flushed, since nothing else would: an RQ's stays in its ring,
+    /// which is flushed.
+    pub(crate) fn abandon(&mut self, qp: &QpShared) {
+        if let Some(InMsg::Send {
+            wr_id, held: None, ..
+        }) = self.msg.take()
+        {
+            let flushed = cqe(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qp.qpn);
+            complete(qp, false, &flushed, false);
+        }
+    }
+
     /// Forgets the message under way (the QP failed or is destroyed).
     pub(crate) fn reset(&mut self) {
         self.msg = None;
@@ -357,7 +371,7 @@ pub(crate) fn request(
         // The QP left RTR or RTS (destroyed, or moved to the error state) while the request was
         // under way: nothing answers, as for a QP that is gone; the requester times out.
         Err(Refusal::Drop) => {
-            w.msg = None;
+            w.abandon(qp);
             return Err(Dropped::NotOurs);
         }
         Err(Refusal::Nak(nak)) if rc => {
@@ -368,7 +382,7 @@ pub(crate) fn request(
             answer(dev, &ends, Operation::Acknowledge, psn, aeth, None);
             if !matches!(nak, Nak::Rnr(_)) {
                 // The request was bad: the responder fails too (IBA 9.9.3.1.2).
-                w.msg = None;
+                w.abandon(qp);
                 drop(w);
                 crate::log::nak(qp, psn, nak);
                 resp::fail(qp);
