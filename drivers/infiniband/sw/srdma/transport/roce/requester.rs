@@ -39,6 +39,7 @@ use kernel::{
         Device,
     },
     sync::Arc,
+    task::cond_resched,
     time::Ktime,
 };
 
@@ -491,6 +492,8 @@ fn send_packets(
             transmit_with(dev, ends, &headers, n, |buf| data.read(at, buf))
         };
         sent.inspect_err(|_| q.counters.send.inc(Counter::TxErrors))?;
+        // A message may be gigabytes of packets, and a retransmission sends them again.
+        cond_resched();
     }
     Ok(())
 }

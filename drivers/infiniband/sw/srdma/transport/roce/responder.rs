@@ -473,10 +473,15 @@ fn message(
         return Err(Nak::InvalidRequest.into());
     };
     match msg {
-        InMsg::Send { sink, at, .. } => {
+        InMsg::Send { sink, at, held, .. } => {
             let fits = sink.as_ref().is_some_and(|s| *at + data.len() <= s.len());
             if fits && !data.is_empty() {
-                let _responder = qp.rq_ci.lock();
+                let ci = qp.rq_ci.lock();
+                // A held WQE flushed meanwhile (the QP failed on another path, its requester's)
+                // is the process's again: nothing more is written into its memory.
+                if held.is_some_and(|slot| *ci != slot) {
+                    return Err(Refusal::Drop);
+                }
                 if sink
                     .as_ref()
                     .map(|s| s.write(*at, data))
