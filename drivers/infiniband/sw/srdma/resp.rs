@@ -491,10 +491,7 @@ pub(crate) struct Taken {
 /// WQE of the QP's own RQ at the head of the ring until its message ends. Its completion comes
 /// with [`finish_receive`]. Fails with the answer for the sender when the QP takes nothing or
 /// has no receive WQE (RNR).
-pub(crate) fn take_receive(
-    d: &Arc<QpShared>,
-    hold: bool,
-) -> core::result::Result<Taken, Response> {
+pub(crate) fn take_receive(d: &Arc<QpShared>, hold: bool) -> core::result::Result<Taken, Response> {
     let (rq, db, ci_lock, max_sge) = match (&d.srq, &d.rq) {
         (Some(srq), _) => (&srq.ring, &srq.db, &srq.ci, srq.max_sge),
         (None, Some(rq)) => (rq, &d.db, &d.rq_ci, d.cap.max_recv_sge),
