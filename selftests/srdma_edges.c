@@ -835,9 +835,11 @@ static void fair_share(struct side *A, struct side *B)
 	struct ibv_wc wc;
 	pthread_t th;
 
-	ia.send_cq = ia.recv_cq = A->cq;
+	ia.send_cq = A->cq;
+	ia.recv_cq = A->cq;
 	a = ibv_create_qp(A->pd, &ia);
-	ia.send_cq = ia.recv_cq = B->cq;
+	ia.send_cq = B->cq;
+	ia.recv_cq = B->cq;
 	b = ibv_create_qp(B->pd, &ia);
 	if (!a || !b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
 	    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
