@@ -304,6 +304,68 @@ static struct ibv_qp *stream_qp(struct side *s, struct ibv_cq *cq, uint32_t sq, 
 	return cq ? ibv_create_qp(s->pd, &ia) : NULL;
 }
 
+/*
+ * A stream between two sides: QP a of A sends into QP b of B, which has STREAM_RECVS receives
+ * posted (wr_id their index), each on a CQ of its own.
+ */
+struct pair {
+	struct ibv_cq *cqa, *cqb;
+	struct ibv_qp *a, *b;
+	struct stream s;
+	pthread_t t;
+};
+
+/* Sets p up between A and B, connected, the receives posted; bails out if it cannot. */
+static void pair_up(struct side *A, struct side *B, struct pair *p)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)B->buf, .length = 64, .lkey = B->mr->lkey };
+	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	p->cqa = ibv_create_cq(A->ctx, 2 * STREAM_SQ, NULL, NULL, 0);
+	p->cqb = ibv_create_cq(B->ctx, STREAM_RECVS + 16, NULL, NULL, 0);
+	p->a = stream_qp(A, p->cqa, STREAM_SQ, 1);
+	p->b = p->a ? stream_qp(B, p->cqb, 1, STREAM_RECVS) : NULL;
+	p->s = (struct stream){ .A = A, .a = p->a, .cq = p->cqa };
+	if (!p->b || connect_qp(p->a, p->b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
+	    connect_qp(p->b, p->a->qp_num, &A->gid, (struct conn){ B->gidx })) {
+		printf("Bail out! cannot connect (%s)\n", strerror(errno));
+		exit(1);
+	}
+	for (int i = 0; i < STREAM_RECVS; i++) {
+		rw.wr_id = i;
+		if (ibv_post_recv(p->b, &rw, &bad)) {
+			printf("Bail out! cannot post receives (%s)\n", strerror(errno));
+			exit(1);
+		}
+	}
+}
+
+/* Starts a's SENDs; bails out if it cannot. */
+static void pair_stream(struct pair *p)
+{
+	if (pthread_create(&p->t, NULL, stream_sends, &p->s)) {
+		printf("Bail out! cannot start the sender\n");
+		exit(1);
+	}
+}
+
+/* Stops a's SENDs. */
+static void pair_stop(struct pair *p)
+{
+	__atomic_store_n(&p->s.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(p->t, NULL);
+}
+
+/* Frees what is left of p (b, unless NULL: destroyed already). */
+static void pair_free(struct pair *p)
+{
+	ibv_destroy_qp(p->a);
+	if (p->b)
+		ibv_destroy_qp(p->b);
+	ibv_destroy_cq(p->cqa);
+	ibv_destroy_cq(p->cqb);
+}
+
 /* Traces srdma_cqe and srdma_qp_destroy of QP qpn alone, from an empty trace: 0 or -1. */
 static int trace_qp(uint32_t qpn)
 {
@@ -324,52 +386,30 @@ static int trace_qp(uint32_t qpn)
  */
 static long destroy_round(struct side *A, struct side *B, int after, int *raced)
 {
-	struct ibv_cq *cqa = ibv_create_cq(A->ctx, 2 * STREAM_SQ, NULL, NULL, 0);
-	struct ibv_cq *cqb = ibv_create_cq(B->ctx, STREAM_RECVS + 16, NULL, NULL, 0);
-	struct ibv_qp *a = stream_qp(A, cqa, STREAM_SQ, 1);
-	struct ibv_qp *b = a ? stream_qp(B, cqb, 1, STREAM_RECVS) : NULL;
-	struct ibv_sge sge = { .addr = (uintptr_t)B->buf, .length = 64, .lkey = B->mr->lkey };
-	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
-	struct stream s = { .A = A, .a = a, .cq = cqa };
 	struct ibv_wc wc[16];
-	pthread_t t;
+	struct pair p;
 	int got = 0;
 	long late;
 
-	if (!b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
-	    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
-		printf("Bail out! cannot connect (%s)\n", strerror(errno));
-		exit(1);
-	}
-	for (int i = 0; i < STREAM_RECVS; i++) {
-		if (ibv_post_recv(b, &rw, &bad)) {
-			printf("Bail out! cannot post receives (%s)\n", strerror(errno));
-			exit(1);
-		}
-	}
-	if (trace_qp(b->qp_num)) {
+	pair_up(A, B, &p);
+	if (trace_qp(p.b->qp_num)) {
 		printf("Bail out! cannot set up tracefs (%s)\n", strerror(errno));
 		exit(1);
 	}
-	if (pthread_create(&t, NULL, stream_sends, &s)) {
-		printf("Bail out! cannot start the sender\n");
-		exit(1);
-	}
+	pair_stream(&p);
 	for (int i = 0; got < after && i < 1000000; i++) {
-		int n = ibv_poll_cq(cqb, 16, wc);
+		int n = ibv_poll_cq(p.cqb, 16, wc);
 
 		got += n > 0 ? n : 0;
 	}
-	ibv_destroy_qp(b);
-	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
-	pthread_join(t, NULL);
+	ibv_destroy_qp(p.b);
+	p.b = NULL;
+	pair_stop(&p);
 	tracefs_write("events/srdma/srdma_cqe/enable", "0");
 	tracefs_write("events/srdma/srdma_qp_destroy/enable", "0");
 	late = cqes_after_destroy();
-	*raced = s.status == IBV_WC_RETRY_EXC_ERR;
-	ibv_destroy_qp(a);
-	ibv_destroy_cq(cqa);
-	ibv_destroy_cq(cqb);
+	*raced = p.s.status == IBV_WC_RETRY_EXC_ERR;
+	pair_free(&p);
 	return late;
 }
 
@@ -421,47 +461,25 @@ static void destroy_receiving(struct side *A, struct side *B)
  */
 static int error_round(struct side *A, struct side *B, int after)
 {
-	struct ibv_cq *cqa = ibv_create_cq(A->ctx, 2 * STREAM_SQ, NULL, NULL, 0);
-	struct ibv_cq *cqb = ibv_create_cq(B->ctx, STREAM_RECVS + 16, NULL, NULL, 0);
-	struct ibv_qp *a = stream_qp(A, cqa, STREAM_SQ, 1);
-	struct ibv_qp *b = a ? stream_qp(B, cqb, 1, STREAM_RECVS) : NULL;
-	struct ibv_sge sge = { .addr = (uintptr_t)B->buf, .length = 64, .lkey = B->mr->lkey };
-	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
-	struct stream s = { .A = A, .a = a, .cq = cqa };
 	static struct ibv_wc wc[STREAM_RECVS + 32];
 	int got = 0, wrong = 0, flushed = 0;
-	pthread_t t;
+	struct pair p;
 
-	if (!b || connect_qp(a, b->qp_num, &B->gid, (struct conn){ A->gidx }) ||
-	    connect_qp(b, a->qp_num, &A->gid, (struct conn){ B->gidx })) {
-		printf("Bail out! cannot connect (%s)\n", strerror(errno));
-		exit(1);
-	}
-	for (int i = 0; i < STREAM_RECVS; i++) {
-		rw.wr_id = i;
-		if (ibv_post_recv(b, &rw, &bad)) {
-			printf("Bail out! cannot post receives (%s)\n", strerror(errno));
-			exit(1);
-		}
-	}
-	if (pthread_create(&t, NULL, stream_sends, &s)) {
-		printf("Bail out! cannot start the sender\n");
-		exit(1);
-	}
+	pair_up(A, B, &p);
+	pair_stream(&p);
 	for (int i = 0; got < after && i < 1000000; i++) {
-		int n = ibv_poll_cq(cqb, 16, wc + got);
+		int n = ibv_poll_cq(p.cqb, 16, wc + got);
 
 		got += n > 0 ? n : 0;
 	}
-	if (ibv_modify_qp(b, &err, IBV_QP_STATE)) {
+	if (ibv_modify_qp(p.b, &err, IBV_QP_STATE)) {
 		printf("Bail out! cannot move the QP to the error state (%s)\n", strerror(errno));
 		exit(1);
 	}
-	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
-	pthread_join(t, NULL);
+	pair_stop(&p);
 	for (int idle = 0; idle < 200 && got < STREAM_RECVS + 16; idle++) {
-		int n = ibv_poll_cq(cqb, 16, wc + got);
+		int n = ibv_poll_cq(p.cqb, 16, wc + got);
 
 		if (n > 0) {
 			got += n;
@@ -481,10 +499,7 @@ static int error_round(struct side *A, struct side *B, int after)
 		flushed |= wc[i].status != IBV_WC_SUCCESS;
 	}
 	wrong += abs(got - STREAM_RECVS);
-	ibv_destroy_qp(a);
-	ibv_destroy_qp(b);
-	ibv_destroy_cq(cqa);
-	ibv_destroy_cq(cqb);
+	pair_free(&p);
 	return wrong;
 }
 
