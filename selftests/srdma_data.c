@@ -25,6 +25,8 @@ static struct ibv_mr *smr, *rmr;
 static char *sbuf, *rbuf;
 static union ibv_gid gid;
 static unsigned int max_inline;
+/* The responder resources connect_pair gives each QP. */
+static uint8_t dest_rd_atomic = 1;
 
 static int connect_pair(struct ibv_qp *a, struct ibv_qp *b)
 {
@@ -41,7 +43,7 @@ static int connect_pair(struct ibv_qp *a, struct ibv_qp *b)
 			return -1;
 		qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
 					   .dest_qp_num = qs[1 - i]->qp_num,
-					  .max_dest_rd_atomic = 1,
+					   .max_dest_rd_atomic = dest_rd_atomic,
 					   .min_rnr_timer = 1,
 					   .ah_attr = { .is_global = 1, .port_num = 1,
 							.grh = { .dgid = gid, .sgid_index = 1,
@@ -334,6 +336,18 @@ int main(int argc, char **argv)
 		       n ? wc[0].status : -1);
 		result(qp_state(b) == IBV_QPS_ERR, "and the responder is in the error state (%d)",
 		       qp_state(b));
+
+		/* A QP with no responder resources takes no READ, whatever its access flags. */
+		dest_rd_atomic = 0;
+		new_pair(&a, &b);
+		dest_rd_atomic = 1;
+		swr.opcode = IBV_WR_RDMA_READ;
+		ibv_post_send(a, &swr, &bsw);
+		n = poll(wc, 1);
+		result(n == 1 && wc[0].status == IBV_WC_REM_INV_REQ_ERR && qp_state(b) == IBV_QPS_ERR,
+		       "RDMA READ from a QP with max_dest_rd_atomic 0: REM_INV_REQ_ERR, the responder in the error state (%d, %d)",
+		       n ? wc[0].status : -1, qp_state(b));
+		swr.opcode = IBV_WR_RDMA_WRITE;
 		new_pair(&a, &b);
 
 		/* A responder in the error state drops requests: the RC requester gives up. */

@@ -55,6 +55,28 @@ QP). Prints "NAME RECEIVES" for each, RECEIVES as the target printed them after 
 ("WR:STATUS,..."), and "NAME_answers ANSWERS" with the answers to the request after the first
 packet, as atomic_write prints them.
 
+    srdma_forge.py uc SRC_IP DST_IP TARGET_COMMAND...
+
+loses a packet of a UC SEND at two UC targets (TARGET_COMMAND run with "uc"), each with two
+receives posted: the first packet of a SEND of 2 KiB (which takes the first receive), then,
+past the lost one, a SEND ONLY at the first target and the SEND's next packet at the second.
+Prints "NAME RECEIVES" as abandon does, after the target moved its QP to the error state.
+
+    srdma_forge.py closed SRC_IP DST_IP TARGET_COMMAND...
+
+sends, each to a target of its own with one receive posted, a request the QP's attributes
+refuse whatever the memory allows: to a QP that grants no remote access (TARGET_COMMAND run
+with "closed") an RDMA WRITE of 0 bytes, one with immediate data and a READ of 0 bytes; to a
+QP with max_dest_rd_atomic 0 ("nord") a READ of 64 bytes. Prints "NAME ANSWERS RECEIVES
+MEMORY STATE": the answers as atomic_write prints them, the receive as abandon prints them
+after the target moved its QP to the error state, then the target's memory and QP state.
+
+    srdma_forge.py seqnak SRC_IP DST_IP TARGET_COMMAND...
+
+has the target send one SEND and answers every copy of it with a PSN sequence error NAK that
+names it, as a broken or hostile responder could for ever. Prints "copies N" (how many copies
+came, at most 30), then the target's "send ..." line and last line.
+
     srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
 
 sends RDMA ATOMIC WRITEs to targets run with TARGET_COMMAND: an honest one, its duplicate with
@@ -73,7 +95,8 @@ import sys
 import time
 import zlib
 
-TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write", "abandon")
+TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write", "abandon", "closed", "seqnak",
+                "uc")
 MODE = (
     sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 )
@@ -86,6 +109,8 @@ OUR_QPN, OUR_PSN = 0x123, 0x1000
 PKEY = 0xFFFF
 RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY, RC_READ_REQUEST = 0x11, 0x04, 0x0A, 0x0C
 RC_SEND_FIRST = 0x00
+RC_WRITE_ONLY_IMM = 0x0B
+UC_SEND_FIRST, UC_SEND_MIDDLE, UC_SEND_ONLY = 0x20, 0x21, 0x24
 RC_ATOMIC_WRITE = 0x1D
 RC_READ_FIRST, RC_READ_MIDDLE, RC_READ_LAST = 0x0D, 0x0E, 0x0F
 READ_RESPONSES = range(0x0D, 0x11)
@@ -203,6 +228,14 @@ def answers(rx, secs):
     return got
 
 
+def show(got):
+    """Answers as "OPCODE/PSN/SYNDROME ..." in hex, the syndrome "ack" for any ACK and "-" for
+    none (a READ RESPONSE MIDDLE); "-" for no answer."""
+    return " ".join("%x/%x/%s" % (op, psn, "-" if syn is None else
+                                  "ack" if syn >> 5 == 0 else "%02x" % syn)
+                    for op, psn, syn, _ in got) or "-"
+
+
 def read_responses(rx, secs):
     """The READ responses to OUR_QPN that arrive within secs: [(psn, payload)]."""
     return [(psn, data) for op, psn, _, data in answers(rx, secs) if op in READ_RESPONSES]
@@ -211,8 +244,8 @@ def read_responses(rx, secs):
 class Target:
     """A run of TARGET_COMMAND, its QP connected to OUR_QPN at OUR_PSN."""
 
-    def __init__(self):
-        self.proc = subprocess.Popen(TARGET, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(TARGET + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
         fields = self.proc.stdout.readline().split()
         self.qpn, _psn, self.rkey, self.va = (int(x, 16) for x in fields)
@@ -229,6 +262,11 @@ class Target:
         self.proc.stdin.flush()
         out, _ = self.proc.communicate(timeout=30)
         return out.strip().splitlines()
+
+    def end(self):
+        """Lets the target end; returns its memory and QP state: "HEX N"."""
+        out = dict(line.split(" ", 1) for line in self.finish() if " " in line)
+        return "%s %s" % (out.get("memory", "-"), out.get("state", "-"))
 
 
 def read_main():
@@ -365,21 +403,11 @@ def atomic_write_main():
     raw, rx = raw_sockets()
     p = OUR_PSN
 
-    def show(got):
-        return " ".join("%x/%x/%s" % (op, psn, "-" if syn is None else
-                                      "ack" if syn >> 5 == 0 else "%02x" % syn)
-                        for op, psn, syn, _ in got) or "-"
-
     def atomic_write(t, psn, offset=0, value=b"\x5a" * 8, key=None, reth_len=8, pad=0):
         reth = struct.pack("!QII", t.va + offset, t.rkey if key is None else key, reth_len)
         send(raw, bth(RC_ATOMIC_WRITE, t.qpn, psn, len(value), pad=pad) + reth + value
              + b"\0" * pad)
         return show(answers(rx, 2.0))
-
-    def end(t):
-        """The target's memory and state: "HEX N"."""
-        out = dict(line.split(" ", 1) for line in t.finish() if " " in line)
-        return "%s %s" % (out.get("memory", "-"), out.get("state", "-"))
 
     t = Target()
     print("aw", atomic_write(t, p, value=b"\x11" * 8), flush=True)
@@ -387,7 +415,7 @@ def atomic_write_main():
     send(raw, bth(RC_READ_REQUEST, t.qpn, p + 1, 0) + struct.pack("!QII", t.va, t.rkey, 8))
     got = answers(rx, 2.0)
     print("read_back", show(got), got[0][3].hex() if got else "-", flush=True)
-    print("aw_end", end(t), flush=True)
+    print("aw_end", t.end(), flush=True)
     # Each forgery: what it changes of an honest ATOMIC WRITE to target t.
     forged = (
         ("aw_short", lambda t: {"value": b"\x33" * 4}),
@@ -399,17 +427,12 @@ def atomic_write_main():
     )
     for name, forgery in forged:
         t = Target()
-        print(name, atomic_write(t, p, **forgery(t)), end(t), flush=True)
+        print(name, atomic_write(t, p, **forgery(t)), t.end(), flush=True)
 
 
 def abandon_main():
     raw, rx = raw_sockets()
     p = OUR_PSN
-    def show(got):
-        return " ".join("%x/%x/%s" % (op, psn, "-" if syn is None else
-                                      "ack" if syn >> 5 == 0 else "%02x" % syn)
-                        for op, psn, syn, _ in got) or "-"
-
     for name in ("abandon_err", "abandon_nak", "abandon_read"):
         t = Target()
         t.proc.stdin.write("recv 2\n")
@@ -432,6 +455,78 @@ def abandon_main():
         line = t.proc.stdout.readline().strip()
         print(name, line[5:] if line.startswith("recv ") else "-", flush=True)
         t.finish()
+
+
+def uc_main():
+    raw, rx = raw_sockets()
+    p = OUR_PSN
+    for name in ("uc_next", "uc_end"):
+        t = Target("uc")
+        t.proc.stdin.write("recv 2\n")
+        t.proc.stdin.flush()
+        if t.proc.stdout.readline().strip() != "posted":
+            print(name, "not posted", flush=True)
+            t.proc.kill()
+            continue
+        send(raw, bth(UC_SEND_FIRST, t.qpn, p, 1024, ack_req=False) + b"\x5a" * 1024)
+        # The packet at p + 1 is lost; then a new message, or more of the one lost.
+        if name == "uc_next":
+            send(raw, bth(UC_SEND_ONLY, t.qpn, p + 2, 64, ack_req=False) + b"\x5b" * 64)
+        else:
+            send(raw, bth(UC_SEND_MIDDLE, t.qpn, p + 2, 1024, ack_req=False) + b"\x5a" * 1024)
+        time.sleep(0.5)
+        t.proc.stdin.write("error\n")
+        t.proc.stdin.flush()
+        line = t.proc.stdout.readline().strip()
+        print(name, line[5:] if line.startswith("recv ") else "-", flush=True)
+        t.finish()
+
+
+def closed_main():
+    raw, rx = raw_sockets()
+    p = OUR_PSN
+    # NAME: the target's mode, then the request's opcode, RETH length and immediate data.
+    cases = (
+        ("write0", "closed", RC_WRITE_ONLY, 0, b""),
+        ("write0_imm", "closed", RC_WRITE_ONLY_IMM, 0, b"\x5e\xed\0\0"),
+        ("read0", "closed", RC_READ_REQUEST, 0, b""),
+        ("read_nord", "nord", RC_READ_REQUEST, 64, b""),
+    )
+    for name, mode, opcode, length, imm in cases:
+        t = Target(mode)
+        t.proc.stdin.write("recv 1\n")
+        t.proc.stdin.flush()
+        if t.proc.stdout.readline().strip() != "posted":
+            print(name, "not posted", flush=True)
+            t.proc.kill()
+            continue
+        reth = struct.pack("!QII", t.va, t.rkey, length)
+        send(raw, bth(opcode, t.qpn, p, 0) + reth + imm)
+        got = show(answers(rx, 1.0))
+        t.proc.stdin.write("error\n")
+        t.proc.stdin.flush()
+        line = t.proc.stdout.readline().strip()
+        print(name, got, line[5:] if line.startswith("recv ") else "-", t.end(), flush=True)
+
+
+def seqnak_main():
+    target = Target()
+    raw, rx = raw_sockets()
+    target.proc.stdin.write("send 1 64\n")
+    target.proc.stdin.flush()
+    copies = 0
+    # AETH: PSN sequence error NAK, naming the SEND itself, for every copy of it (at most 30).
+    while copies < 30:
+        got = requests(rx, 1.0, RC_SEND_ONLY, 1)
+        if not got:
+            break
+        copies += 1
+        send(raw, bth(RC_ACK, target.qpn, got[0][0], 0, ack_req=False) +
+             struct.pack("!I", 0x60000000))
+    print("copies", copies, flush=True)
+    print(target.proc.stdout.readline().strip() or "send -", flush=True)
+    out = target.finish()
+    print(out[-1] if out else "target printed nothing", flush=True)
 
 
 def main():
@@ -501,5 +596,11 @@ elif MODE == "atomic_write":
     atomic_write_main()
 elif MODE == "abandon":
     abandon_main()
+elif MODE == "closed":
+    closed_main()
+elif MODE == "seqnak":
+    seqnak_main()
+elif MODE == "uc":
+    uc_main()
 else:
     main()

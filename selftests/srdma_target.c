@@ -25,9 +25,12 @@
  * already, and prints the receive completions that come within a second as
  * "recv WR:STATUS,..." ("recv -" for none): each posted receive must complete once.
  *
- *   srdma_target DEV GID_INDEX [srq]
+ *   srdma_target DEV GID_INDEX [srq] [uc|closed|nord]
  *
- * With "srq", the QP takes its receives from an SRQ, to which "recv N" posts.
+ * With "srq", the QP takes its receives from an SRQ, to which "recv N" posts. With "uc", the
+ * QP is a UC QP (remote write access only, no READ or send command). With "closed", the QP
+ * grants no remote access (the MR still does); with "nord", its max_dest_rd_atomic is 0: it
+ * takes no READ or atomic.
  */
 #include <infiniband/verbs.h>
 #include <stdio.h>
@@ -170,12 +173,30 @@ int main(int argc, char **argv)
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	struct ibv_srq *srq = NULL;
+	int use_srq = 0, uc = 0, bad_args = argc < 3 || argc > 5;
+	uint8_t rd_atomic = 4;
 	struct ibv_qp *qp;
 	unsigned char *buf;
 
-	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "srq"))) {
-		fprintf(stderr, "usage: srdma_target DEV GID_INDEX [srq]\n");
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "srq") && i == 3)
+			use_srq = 1;
+		else if (!strcmp(argv[i], "uc"))
+			uc = 1;
+		else if (!strcmp(argv[i], "closed"))
+			a.qp_access_flags = 0;
+		else if (!strcmp(argv[i], "nord"))
+			rd_atomic = 0;
+		else
+			bad_args = 1;
+	}
+	if (bad_args || (argc == 5 && !use_srq)) {
+		fprintf(stderr, "usage: srdma_target DEV GID_INDEX [srq] [uc|closed|nord]\n");
 		return 2;
+	}
+	if (uc) {
+		ia.qp_type = IBV_QPT_UC;
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
 	}
 	ctx = open_dev(argv[1]);
 	if (!ctx)
@@ -183,7 +204,7 @@ int main(int argc, char **argv)
 	pd = ibv_alloc_pd(ctx);
 	ia.send_cq = pd ? ibv_create_cq(ctx, 2 * MAX_SENDS, NULL, NULL, 0) : NULL;
 	ia.recv_cq = ia.send_cq;
-	if (argc == 4) {
+	if (use_srq) {
 		struct ibv_srq_init_attr sa = { .attr = { .max_wr = MAX_SENDS, .max_sge = 1 } };
 
 		srq = pd ? ibv_create_srq(pd, &sa) : NULL;
@@ -218,19 +239,20 @@ int main(int argc, char **argv)
 				      IBV_QP_ACCESS_FLAGS))
 		return die("INIT");
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				  .dest_qp_num = qpn, .rq_psn = psn, .max_dest_rd_atomic = 4,
+				  .dest_qp_num = qpn, .rq_psn = psn, .max_dest_rd_atomic = rd_atomic,
 				  .min_rnr_timer = 1,
 				  .ah_attr = { .is_global = 1, .port_num = 1,
 					       .grh = { .dgid = gid, .sgid_index = atoi(argv[2]),
 							.hop_limit = 64 } } };
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				      IBV_QP_MIN_RNR_TIMER))
+				      IBV_QP_RQ_PSN |
+				      (uc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
 		return die("RTR");
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 16, .retry_cnt = 7,
 				  .rnr_retry = 7, .max_rd_atomic = 1 };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				      (uc ? 0 : IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)))
 		return die("RTS");
 	printf("connected\n");
 	fflush(stdout);

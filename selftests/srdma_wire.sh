@@ -204,6 +204,22 @@ if prog srdma_target; then
 	done
 	rm -f "$out_f"
 
+	# UC loses a SEND's packet (srdma_forge.py uc): the receive the SEND took takes the next
+	# message, or completes flushed when the QP fails; from an RQ or an SRQ alike.
+	flushed="Work Request Flushed Error"
+	for q in rq srq; do
+		timeout 120 python3 "$(dirname "$0")/srdma_forge.py" uc "$FORGE_IP" "$SRDMA_IP" \
+			ip netns exec "$NS" "$PROG" srdma_w "$sg" ${q#rq} >"$out_f" 2>&1
+		[ -n "$(answer uc_end)" ] || diag "forger: $(cat "$out_f")"
+		next="0:success" end="0:$flushed"
+		[ $q = rq ] && next="$next,1:$flushed" end="$end,1:$flushed"
+		check_eq "UC, $q: a SEND that lost a packet; its receive takes the next message" \
+			"$next" "$(answer uc_next)"
+		check_eq "UC, $q: a SEND that lost a packet; its receive flushed as the QP fails" \
+			"$end" "$(answer uc_end)"
+	done
+	rm -f "$out_f"
+
 	# srdma reads from a responder that answers a READ it was asked again in part only after
 	# the rest of the first, and then from where it was asked (srdma_forge.py replay): the
 	# responses srdma has already are signs of life that hold its timer off, until the missing
@@ -241,6 +257,32 @@ if prog srdma_target; then
 	check_eq "only the refused SEND went again" 1 "$(answer resent)"
 	check_eq "both SENDs complete, in order" "0:success,1:success" "$(answer send)"
 	check_eq "the QP stays in RTS" "3" "$(answer state)"
+
+	# A responder that answers every copy of a SEND with a sequence error NAK naming it: each
+	# NAK without progress spends a retry, as a timeout does; after retry_cnt (7) of them the
+	# SEND fails, where the requester would otherwise send it again for as long as asked.
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" seqnak "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	[ -n "$(answer send)" ] || diag "forger: $(cat "$out_f")"
+	check_eq "a SEND NAKed for sequence again and again: sent retry_cnt + 1 times" 8 \
+		"$(answer copies)"
+	check_eq "it fails with RETRY_EXC_ERR" "0:transport retry counter exceeded" \
+		"$(answer send)"
+	check_eq "its QP is in the error state" "6" "$(answer state)"
+
+	# What the QP's own attributes refuse, whatever the memory's key allows: zero-length
+	# WRITEs and READs to a QP without remote access (no key to check, but the QP's rights
+	# still hold, as rxe and loopback check them), a READ to a QP with max_dest_rd_atomic 0.
+	# Each is NAKed, fails the QP and takes no receive.
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" closed "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	answer() { awk -v k="$1" '$1 == k { $1 = ""; print substr($0, 2) }' "$out_f"; }
+	[ -n "$(answer read_nord)" ] || diag "forger: $(cat "$out_f")"
+	flushed="0:Work Request Flushed Error $intact 6"
+	for c in write0:62 write0_imm:62 read0:62 read_nord:61; do
+		check_eq "${c%:*} to a QP that refuses it: NAK ${c#*:}, receive flushed, QP failed" \
+			"11/1000/${c#*:} $flushed" "$(answer "${c%:*}")"
+	done
 	rm -f "$out_f"
 fi
 ip addr del "$FORGE_IP/24" dev "$R"
