@@ -120,20 +120,57 @@ fn accepts(qp: &QpShared, req: &Request<'_>) -> bool {
         && (req.service != QpType::Rc || qp.epsn.load(Ordering::Relaxed) == req.psn)
 }
 
+/// What a request asks of a responder's memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// An RDMA WRITE.
+    Write,
+    /// An RDMA READ.
+    Read,
+    /// A compare and swap or fetch and add.
+    Atomic,
+    /// An RDMA ATOMIC WRITE.
+    AtomicWrite,
+}
+
+impl Asked {
+    /// The access right the QP and the key must grant.
+    pub(crate) fn access(self) -> Access {
+        match self {
+            Asked::Write | Asked::AtomicWrite => Access::REMOTE_WRITE,
+            Asked::Read => Access::REMOTE_READ,
+            Asked::Atomic => Access::REMOTE_ATOMIC,
+        }
+    }
+
+    /// Whether the responder keeps a resource for it (`max_dest_rd_atomic`): it is answered
+    /// with READ responses or an atomic acknowledgment, which a duplicate may ask for again.
+    fn takes_resource(self) -> bool {
+        self != Asked::Write
+    }
+}
+
 /// Takes the responder lock of `qp` for an RDMA WRITE, READ or atomic and checks that the QP
-/// takes it: in RTR or RTS (a QP in another state drops requests) and with `need` among its
-/// access flags.
+/// takes it: in RTR or RTS (a QP in another state drops requests), with the access right it
+/// needs among its flags whatever the length (a zero-length request names no memory, but the
+/// QP's rights hold), and for a READ or atomic with responder resources (a QP whose
+/// `max_dest_rd_atomic` is 0 takes none: an invalid request, as rxe answers it).
 /// The copy happens under the lock, which is the QP's RQ lock: moving a QP to the error state
 /// takes it before the QP's work completes as flushed, so once a kernel caller sees its
 /// registrations' invalidations flushed, no copy into its memory is running.
-pub(crate) fn lock(qp: &QpShared, need: Access) -> core::result::Result<CiGuard<'_>, Response> {
+pub(crate) fn lock(qp: &QpShared, asked: Asked) -> core::result::Result<CiGuard<'_>, Response> {
     let guard = qp.rq_ci.lock();
     if !qp.is_alive() || !matches!(qp.state(), QpState::Rtr | QpState::Rts) {
         return Err(Response::Lost);
     }
-    if !qp.attr.lock().qp_access_flags.contains(need) {
+    let attr = qp.attr.lock();
+    if !attr.qp_access_flags.contains(asked.access()) {
         return Err(Response::Nak(Nak::RemoteAccess));
     }
+    if asked.takes_resource() && attr.max_dest_rd_atomic == 0 {
+        return Err(Response::Nak(Nak::InvalidRequest));
+    }
+    drop(attr);
     Ok(guard)
 }
 
@@ -175,7 +212,7 @@ fn write(
 ) -> Response {
     let len = data.len();
     {
-        let _responder = match lock(qp, Access::REMOTE_WRITE) {
+        let _responder = match lock(qp, Asked::Write) {
             Ok(guard) => guard,
             Err(response) => return response,
         };
@@ -203,7 +240,7 @@ fn read(qp: &Arc<QpShared>, service: QpType, from: Remote, sink: &Segments) -> R
         return Response::Nak(Nak::InvalidRequest);
     }
     let len = sink.len();
-    let _responder = match lock(qp, Access::REMOTE_READ) {
+    let _responder = match lock(qp, Asked::Read) {
         Ok(guard) => guard,
         Err(response) => return response,
     };
@@ -223,7 +260,7 @@ pub(crate) fn atomic(qp: &Arc<QpShared>, service: QpType, at: Remote, op: Atomic
     if service != QpType::Rc || at.va % 8 != 0 {
         return Response::Nak(Nak::InvalidRequest);
     }
-    let _responder = match lock(qp, Access::REMOTE_ATOMIC) {
+    let _responder = match lock(qp, Asked::Atomic) {
         Ok(guard) => guard,
         Err(response) => return response,
     };
@@ -259,7 +296,7 @@ pub(crate) fn atomic_write(
     if service != QpType::Rc || at.va % 8 != 0 {
         return Response::Nak(Nak::InvalidRequest);
     }
-    let _responder = match lock(qp, Access::REMOTE_WRITE) {
+    let _responder = match lock(qp, Asked::AtomicWrite) {
         Ok(guard) => guard,
         Err(response) => return response,
     };

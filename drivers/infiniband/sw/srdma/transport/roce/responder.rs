@@ -25,7 +25,7 @@ use crate::{
     message::{Atomic, Nak, Path, Remote, Response, PSN_MASK},
     payload::Segments,
     qp::QpShared,
-    resp::{self, finish_receive, release_receive, take_receive, ReceiveDone},
+    resp::{self, finish_receive, release_receive, take_receive, Asked, ReceiveDone},
     wc::{cqe, WcOpcode, WcStatus},
 };
 use core::sync::atomic::Ordering;
@@ -33,7 +33,6 @@ use kernel::{
     alloc::{flags::GFP_KERNEL, KVec},
     error::Result,
     rdma::{
-        mr::Access,
         qp::{QpAttr, QpState, QpType},
         roce::{Aeth, Bth, Headers, Opcode, Operation, Packet, Reth, Service},
         Device,
@@ -461,7 +460,7 @@ fn message(
             }
         } else {
             let reth = h.reth.ok_or(Nak::InvalidRequest)?;
-            let target = reth_memory(qp, &reth, Access::REMOTE_WRITE)?;
+            let target = reth_memory(qp, &reth, Asked::Write)?;
             InMsg::Write {
                 target,
                 at: 0,
@@ -592,7 +591,7 @@ fn read(
 ) -> core::result::Result<u32, Refusal> {
     let reth = pkt.headers.reth.ok_or(Nak::InvalidRequest)?;
     let len = reth.len as usize;
-    let source = reth_memory(qp, &reth, Access::REMOTE_READ)?;
+    let source = reth_memory(qp, &reth, Asked::Read)?;
     Ok(send_read_responses(
         dev,
         ends,
@@ -604,23 +603,24 @@ fn read(
     )?)
 }
 
-/// The memory an RDMA WRITE or READ names in its RETH, checked for rights `need` (the QP's
-/// access flags, the key's rights and range); `None` for a zero-length one, which names none.
+/// The memory an RDMA WRITE or READ names in its RETH, checked for what it is `asked` (the
+/// QP's access flags and resources, the key's rights and range); `None` for a zero-length
+/// one, which names none and has only the QP's checks.
 fn reth_memory(
     qp: &Arc<QpShared>,
     reth: &Reth,
-    need: Access,
+    asked: Asked,
 ) -> core::result::Result<Option<Segments>, Refusal> {
+    let _responder = resp::lock(qp, asked).map_err(Refusal::from)?;
     let len = reth.len as usize;
     if len == 0 {
         return Ok(None);
     }
-    let _responder = resp::lock(qp, need).map_err(Refusal::from)?;
     let at = Remote {
         va: reth.va,
         rkey: reth.rkey,
     };
-    let span = resp::resolve_remote(qp, at, need, len).ok_or(Nak::RemoteAccess)?;
+    let span = resp::resolve_remote(qp, at, asked.access(), len).ok_or(Nak::RemoteAccess)?;
     Ok(Some(
         resp::one_span(span).map_err(|_| Nak::RemoteOperational)?,
     ))
