@@ -10,7 +10,8 @@
 //! send queue goes on while the oldest WQEs wait, up to a window of unacknowledged PSNs.
 //!
 //! What goes wrong is handled as IBA 9.7 says: a PSN sequence error NAK sends again from the
-//! PSN it names; an RNR NAK waits the responder's timer (`rnr_retry` times) and sends the WQE
+//! PSN it names, spending one of `retry_cnt` retries when it acknowledges nothing new (as rxe
+//! does); an RNR NAK waits the responder's timer (`rnr_retry` times) and sends the WQE
 //! again; the other NAKs fail the WQE and the QP; with no answer within the QP's `timeout`
 //! everything in flight is sent again from the oldest (go-back-N), `retry_cnt` times, and
 //! then the oldest fails with `RETRY_EXC_ERR`. UC WQEs complete once their packets are out.
@@ -760,10 +761,19 @@ fn complete(
                             // names the refused PSN, which goes again when the RNR timer
                             // says, not at once into the next refusal.
                             q.counters.send.inc(Counter::PacketSeqErr);
-                            if !wr.rnr_wait {
-                                trace::srdma_retransmit(q.qpn, psn, Resend::NakSeq as u32);
-                                resend(dev, q, attr, wr, psn);
+                            if wr.rnr_wait {
+                                return false;
                             }
+                            // A NAK that acknowledges nothing new spends a retry, as a
+                            // timeout does (progress gives them all back): a responder that
+                            // NAKs every copy does not have the window sent for ever.
+                            match wr.retries {
+                                Some(0) => return retire_head(q, ci, wr, WcStatus::RetryExcErr),
+                                Some(n) => wr.retries = Some(n - 1),
+                                None => wr.retries = Some(attr.retry_cnt),
+                            }
+                            trace::srdma_retransmit(q.qpn, psn, Resend::NakSeq as u32);
+                            resend(dev, q, attr, wr, psn);
                             return false;
                         }
                         1 => WcStatus::RemInvReqErr,
