@@ -41,6 +41,25 @@ pub const ICRC_LEN: usize = 4;
 /// The default partition key, the only one RoCE devices use.
 pub const DEFAULT_PKEY: u16 = 0xffff;
 
+/// Whether a packet's P_Key `pkey` matches `entry`, a P_Key of the port's table (IBA 10.9.3):
+/// the partitions (the low 15 bits) are the same and not both are a limited member's (the top
+/// bit clear). The partition 0 is invalid and matches nothing.
+///
+/// ```
+/// use kernel::rdma::roce::{pkey_matches, DEFAULT_PKEY};
+///
+/// assert!(pkey_matches(DEFAULT_PKEY, DEFAULT_PKEY));
+/// assert!(pkey_matches(0x7fff, DEFAULT_PKEY));
+/// assert!(!pkey_matches(0x7fff, 0x7fff));
+/// assert!(!pkey_matches(0x1234, DEFAULT_PKEY));
+/// assert!(!pkey_matches(0x8000, 0x8000));
+/// ```
+pub fn pkey_matches(pkey: u16, entry: u16) -> bool {
+    const PARTITION: u16 = 0x7fff;
+    const FULL: u16 = 0x8000;
+    pkey & PARTITION == entry & PARTITION && pkey & PARTITION != 0 && (pkey | entry) & FULL != 0
+}
+
 /// A packet sequence number's bits.
 pub const PSN_MASK: u32 = 0xff_ffff;
 

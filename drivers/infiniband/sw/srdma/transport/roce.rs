@@ -445,12 +445,10 @@ fn is_request(op: Operation) -> bool {
     )
 }
 
-/// Whether a packet with P_Key `pkey` is of the port's partition. The port's P_Key table holds
-/// the default P_Key only, a full member's: a P_Key matches when its partition (the low 15
-/// bits) is the same, whether it is a full or a limited member's (IBA 10.9.3).
+/// Whether a packet with P_Key `pkey` is of the port's partition: the port's P_Key table
+/// holds the default P_Key only.
 fn in_partition(pkey: u16) -> bool {
-    const PARTITION: u16 = 0x7fff;
-    pkey & PARTITION == roce::DEFAULT_PKEY & PARTITION
+    roce::pkey_matches(pkey, roce::DEFAULT_PKEY)
 }
 
 /// Whether `dgid` is an IP address of the device's network device, in its namespace.
