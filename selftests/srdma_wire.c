@@ -658,18 +658,18 @@ static void rnr_waits(void)
 }
 
 /*
- * The peer's RDMA WRITE with immediate data, 4 KiB (four packets at the path MTU of 1024),
- * reaches an srdma QP with no receive for the immediate: the last packet is refused RNR,
- * the message under way stays, and the same packet sent again after the RNR timer completes
- * it once a receive is posted.
+ * The peer's RDMA WRITE with immediate data of len bytes (4 KiB: four packets at the path MTU
+ * of 1024; 0: one packet) reaches an srdma QP with no receive for the immediate: the last
+ * packet is refused RNR, the message under way stays as it was before that packet, and the
+ * same packet sent again after the RNR timer completes it once a receive is posted.
  */
-static void rnr_write_imm(void)
+static void rnr_write_imm(unsigned int len)
 {
 	struct end *r = &ends[1], *d = &ends[0];
 	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d);
 	struct ibv_qp_attr a = { .min_rnr_timer = RNR_TIMER };
-	struct ibv_sge sge = { (uintptr_t)r->buf, 4096, r->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 700, .sg_list = &sge, .num_sge = 1,
+	struct ibv_sge sge = { (uintptr_t)r->buf, len, r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 700, .sg_list = &sge, .num_sge = len ? 1 : 0,
 				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 				  .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(0x5eed),
 				  .wr.rdma = { .remote_addr = (uintptr_t)d->buf + BIG,
@@ -692,9 +692,9 @@ static void rnr_write_imm(void)
 	recvd = wait_wc(d, 701, WAIT_S, &wr_, NULL);
 	result(sent && ws.status == IBV_WC_SUCCESS && recvd && wr_.status == IBV_WC_SUCCESS &&
 	       wr_.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wr_.imm_data == htonl(0x5eed) &&
-	       wr_.byte_len == 4096 && !memcmp(r->buf, d->buf + BIG, 4096),
-	       "%s -> %s: an RDMA WRITE with immediate of 4 packets waits out the RNR NAK of its last and lands (WRITE %d, receive %d, %u bytes)",
-	       r->name, d->name, sent ? (int)ws.status : -1, recvd ? (int)wr_.status : -1,
+	       wr_.byte_len == len && !memcmp(r->buf, d->buf + BIG, len),
+	       "%s -> %s: an RDMA WRITE with immediate of %u bytes waits out the RNR NAK of its last packet and lands (WRITE %d, receive %d, %u bytes)",
+	       r->name, d->name, len, sent ? (int)ws.status : -1, recvd ? (int)wr_.status : -1,
 	       wr_.byte_len);
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
@@ -761,6 +761,7 @@ int main(int argc, char **argv)
 	destroy_receiving();
 	atomic_write_both_ways(0, 0);
 	rnr_waits();
-	rnr_write_imm();
+	rnr_write_imm(4096);
+	rnr_write_imm(0);
 	tap_done();
 }
