@@ -25,7 +25,7 @@ use crate::{
     message::{Atomic, Nak, Path, Remote, Response, PSN_MASK},
     payload::Segments,
     qp::QpShared,
-    resp::{self, finish_receive, release_receive, take_receive, Asked, ReceiveDone},
+    resp::{self, finish_receive, release_receive, take_receive, Asked, ReceiveDone, Taken},
     wc::{cqe, WcOpcode, WcStatus},
 };
 use core::sync::atomic::Ordering;
@@ -134,6 +134,9 @@ pub(crate) struct WireResp {
     nak_sent: bool,
     /// The last READs and atomics, for their duplicates.
     resources: Resources,
+    /// A receive WQE taken from an SRQ by a UC message that was dropped: the QP's next message
+    /// takes it, as an RQ's stays at the head of its ring for the next.
+    spare: Option<Taken>,
 }
 
 impl WireResp {
@@ -143,6 +146,7 @@ impl WireResp {
             msn: 0,
             nak_sent: false,
             resources: Resources::empty(),
+            spare: None,
         }
     }
 
@@ -154,21 +158,56 @@ impl WireResp {
 
 impl WireResp {
     /// Drops the message under way as the QP enters the error state. A receive WQE it took
-    /// from an SRQ completes, flushed, since nothing else would: an RQ's stays in its ring,
-    /// which is flushed.
+    /// from an SRQ, or a dropped UC message left for the next, completes, flushed, since
+    /// nothing else would: an RQ's stays in its ring, which is flushed.
     pub(crate) fn abandon(&mut self, qp: &QpShared) {
-        if let Some(InMsg::Send {
-            wr_id, held: None, ..
-        }) = self.msg.take()
-        {
-            let flushed = cqe(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qp.qpn);
+        self.drop_message();
+        if let Some(taken) = self.spare.take() {
+            let flushed = cqe(taken.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qp.qpn);
             complete(qp, false, &flushed, false);
         }
+    }
+
+    /// Drops the message under way (UC: a packet was lost, or the message was refused),
+    /// keeping a receive WQE it took from an SRQ for the next.
+    fn drop_message(&mut self) {
+        if let Some(InMsg::Send {
+            wr_id,
+            sink,
+            held: None,
+            ..
+        }) = self.msg.take()
+        {
+            self.spare = Some(Taken {
+                wr_id,
+                sink,
+                held: None,
+            });
+        }
+    }
+
+    /// The receive WQE for a SEND that starts: the one a dropped UC message left, or the
+    /// next of the QP's RQ or SRQ ([`take_receive`]; `hold` keeps an RQ's at the head of its
+    /// ring until the message ends).
+    fn take_receive(
+        &mut self,
+        qp: &Arc<QpShared>,
+        hold: bool,
+    ) -> core::result::Result<Taken, Response> {
+        if self.spare.is_none() {
+            return take_receive(qp, hold);
+        }
+        // As `take_receive` looks: a QP that left RTR or RTS keeps it, to flush.
+        if !qp.is_alive() || !matches!(qp.state(), QpState::Rtr | QpState::Rts) {
+            return Err(Response::Lost);
+        }
+        self.spare.take().ok_or(Response::Lost)
     }
 
     /// Forgets the message under way (the QP failed or is destroyed).
     pub(crate) fn reset(&mut self) {
         self.msg = None;
+        self.spare = None;
     }
 }
 
@@ -301,7 +340,7 @@ pub(crate) fn request(
     if ahead != 0 {
         if !rc {
             // UC: what was under way is lost; a new message may start here.
-            w.msg = None;
+            w.drop_message();
             if !matches!(place(op), Some(Place::First | Place::Only)) {
                 return Ok(());
             }
@@ -388,7 +427,7 @@ pub(crate) fn request(
             }
         }
         // UC: the message is dropped; the requester never learns.
-        Err(_) => w.msg = None,
+        Err(_) => w.drop_message(),
     }
     Ok(())
 }
@@ -451,7 +490,9 @@ fn message(
         w.msg = Some(if is_send(op) {
             // The receive WQE of a message that is not over stays in the RQ until it is: if
             // it never is, the WQE completes all the same, flushed with the RQ.
-            let taken = take_receive(qp, p == Place::First).map_err(Refusal::from)?;
+            let taken = w
+                .take_receive(qp, p == Place::First)
+                .map_err(Refusal::from)?;
             InMsg::Send {
                 wr_id: taken.wr_id,
                 sink: taken.sink,
@@ -510,12 +551,15 @@ fn message(
         let mut msg = w.msg.take();
         match finish(qp, pkt, msg.as_ref()) {
             Err(Refusal::Nak(Nak::Rnr(timer))) => {
-                // No receive WQE for an RDMA WRITE's immediate data: the message stays as it
-                // was before this packet, which the requester sends again after its RNR wait.
-                if let Some(m) = msg.as_mut() {
-                    m.rewind(data.len());
+                // No receive WQE for an RDMA WRITE's immediate data: a message of several
+                // packets stays as it was before this packet, which the requester sends again
+                // after its RNR wait; an ONLY packet starts its message again.
+                if p == Place::Last {
+                    if let Some(m) = msg.as_mut() {
+                        m.rewind(data.len());
+                    }
+                    w.msg = msg;
                 }
-                w.msg = msg;
                 return Err(Nak::Rnr(timer).into());
             }
             done => done?,
