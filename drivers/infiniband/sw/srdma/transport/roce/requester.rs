@@ -750,6 +750,7 @@ fn complete(
                 }
                 // NAK.
                 3 => {
+                    let before = wr.progress();
                     if acked(q, ci, wr, psn, false) {
                         return true;
                     }
@@ -767,10 +768,14 @@ fn complete(
                             // A NAK that acknowledges nothing new spends a retry, as a
                             // timeout does (progress gives them all back): a responder that
                             // NAKs every copy does not have the window sent for ever.
-                            match wr.retries {
-                                Some(0) => return retire_head(q, ci, wr, WcStatus::RetryExcErr),
-                                Some(n) => wr.retries = Some(n - 1),
-                                None => wr.retries = Some(attr.retry_cnt),
+                            if wr.progress() == before {
+                                match wr.retries {
+                                    Some(0) => {
+                                        return retire_head(q, ci, wr, WcStatus::RetryExcErr)
+                                    }
+                                    Some(n) => wr.retries = Some(n - 1),
+                                    None => wr.retries = Some(attr.retry_cnt),
+                                }
                             }
                             trace::srdma_retransmit(q.qpn, psn, Resend::NakSeq as u32);
                             resend(dev, q, attr, wr, psn);
