@@ -344,7 +344,8 @@ int main(int argc, char **argv)
 		swr.opcode = IBV_WR_RDMA_READ;
 		ibv_post_send(a, &swr, &bsw);
 		n = poll(wc, 1);
-		result(n == 1 && wc[0].status == IBV_WC_REM_INV_REQ_ERR && qp_state(b) == IBV_QPS_ERR,
+		result(n == 1 && wc[0].status == IBV_WC_REM_INV_REQ_ERR &&
+		       qp_state(b) == IBV_QPS_ERR,
 		       "RDMA READ from a QP with max_dest_rd_atomic 0: REM_INV_REQ_ERR, the responder in the error state (%d, %d)",
 		       n ? wc[0].status : -1, qp_state(b));
 		swr.opcode = IBV_WR_RDMA_WRITE;

@@ -239,7 +239,8 @@ int main(int argc, char **argv)
 				      IBV_QP_ACCESS_FLAGS))
 		return die("INIT");
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				  .dest_qp_num = qpn, .rq_psn = psn, .max_dest_rd_atomic = rd_atomic,
+				  .dest_qp_num = qpn, .rq_psn = psn,
+				  .max_dest_rd_atomic = rd_atomic,
 				  .min_rnr_timer = 1,
 				  .ah_attr = { .is_global = 1, .port_num = 1,
 					       .grh = { .dgid = gid, .sgid_index = atoi(argv[2]),

@@ -280,7 +280,8 @@ if prog srdma_target; then
 	[ -n "$(answer read_nord)" ] || diag "forger: $(cat "$out_f")"
 	flushed="0:Work Request Flushed Error $intact 6"
 	for c in write0:62 write0_imm:62 read0:62 read_nord:61; do
-		check_eq "${c%:*} to a QP that refuses it: NAK ${c#*:}, receive flushed, QP failed" \
+		what="${c%:*} to a QP that refuses it: NAK ${c#*:}, receive flushed, QP failed"
+		check_eq "$what" \
 			"11/1000/${c#*:} $flushed" "$(answer "${c%:*}")"
 	done
 	rm -f "$out_f"
