@@ -263,6 +263,25 @@ class Target:
         out, _ = self.proc.communicate(timeout=30)
         return out.strip().splitlines()
 
+    def post_receives(self, n, name):
+        """Has the target post n receives; False (and the target killed, `name` said to be
+        "not posted") if it did not."""
+        self.proc.stdin.write("recv %d\n" % n)
+        self.proc.stdin.flush()
+        if self.proc.stdout.readline().strip() == "posted":
+            return True
+        print(name, "not posted", flush=True)
+        self.proc.kill()
+        return False
+
+    def to_error(self):
+        """Has the target move its QP to the error state; returns its receive completions
+        then, "WR:STATUS,..." ("-" for none)."""
+        self.proc.stdin.write("error\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline().strip()
+        return line[5:] if line.startswith("recv ") else "-"
+
     def end(self):
         """Lets the target end; returns its memory and QP state: "HEX N"."""
         out = dict(line.split(" ", 1) for line in self.finish() if " " in line)
@@ -435,11 +454,7 @@ def abandon_main():
     p = OUR_PSN
     for name in ("abandon_err", "abandon_nak", "abandon_read"):
         t = Target()
-        t.proc.stdin.write("recv 2\n")
-        t.proc.stdin.flush()
-        if t.proc.stdout.readline().strip() != "posted":
-            print(name, "not posted", flush=True)
-            t.proc.kill()
+        if not t.post_receives(2, name):
             continue
         send(raw, bth(RC_SEND_FIRST, t.qpn, p, 1024) + b"\x5a" * 1024)
         answers(rx, 0.5)
@@ -450,10 +465,7 @@ def abandon_main():
             reth = struct.pack("!QII", t.va, t.rkey, 64)
             send(raw, bth(RC_READ_REQUEST, t.qpn, p + 1, 0) + reth)
             print(name + "_answers", show(answers(rx, 0.5)), flush=True)
-        t.proc.stdin.write("error\n")
-        t.proc.stdin.flush()
-        line = t.proc.stdout.readline().strip()
-        print(name, line[5:] if line.startswith("recv ") else "-", flush=True)
+        print(name, t.to_error(), flush=True)
         t.finish()
 
 
@@ -462,11 +474,7 @@ def uc_main():
     p = OUR_PSN
     for name in ("uc_next", "uc_end"):
         t = Target("uc")
-        t.proc.stdin.write("recv 2\n")
-        t.proc.stdin.flush()
-        if t.proc.stdout.readline().strip() != "posted":
-            print(name, "not posted", flush=True)
-            t.proc.kill()
+        if not t.post_receives(2, name):
             continue
         send(raw, bth(UC_SEND_FIRST, t.qpn, p, 1024, ack_req=False) + b"\x5a" * 1024)
         # The packet at p + 1 is lost; then a new message, or more of the one lost.
@@ -475,10 +483,7 @@ def uc_main():
         else:
             send(raw, bth(UC_SEND_MIDDLE, t.qpn, p + 2, 1024, ack_req=False) + b"\x5a" * 1024)
         time.sleep(0.5)
-        t.proc.stdin.write("error\n")
-        t.proc.stdin.flush()
-        line = t.proc.stdout.readline().strip()
-        print(name, line[5:] if line.startswith("recv ") else "-", flush=True)
+        print(name, t.to_error(), flush=True)
         t.finish()
 
 
@@ -494,19 +499,12 @@ def closed_main():
     )
     for name, mode, opcode, length, imm in cases:
         t = Target(mode)
-        t.proc.stdin.write("recv 1\n")
-        t.proc.stdin.flush()
-        if t.proc.stdout.readline().strip() != "posted":
-            print(name, "not posted", flush=True)
-            t.proc.kill()
+        if not t.post_receives(1, name):
             continue
         reth = struct.pack("!QII", t.va, t.rkey, length)
         send(raw, bth(opcode, t.qpn, p, 0) + reth + imm)
         got = show(answers(rx, 1.0))
-        t.proc.stdin.write("error\n")
-        t.proc.stdin.flush()
-        line = t.proc.stdout.readline().strip()
-        print(name, got, line[5:] if line.startswith("recv ") else "-", t.end(), flush=True)
+        print(name, got, t.to_error(), t.end(), flush=True)
 
 
 def seqnak_main():
