@@ -2,6 +2,7 @@
 
 #include <linux/crc32.h>
 #include <linux/highmem.h>
+#include <linux/kmsan.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/vmalloc.h>
@@ -72,7 +73,11 @@ void *rust_helper_vmalloc_user_account(unsigned long size)
 /*
  * Copies between parts of two pages through temporary mappings. A loopback copy may have its
  * source and destination in one page (an RDMA WRITE to the memory it is sent from), so one
- * page is mapped once and the copy is a memmove.
+ * page is mapped once and the copy is a memmove. A whole page takes copy_page(), the
+ * architecture's copy for exactly that: on x86-64 without FSRM, memcpy() is an unrolled loop
+ * that QEMU's emulated CPU runs at half the speed of copy_page()'s string move. Not
+ * copy_highpage(): it also hands the source's page metadata (arm64 MTE tags, sparc ADI tags)
+ * to the destination, which belongs to another process.
  */
 static inline void rdma_copy_page_part(struct page *dst, size_t dst_off, struct page *src,
 				       size_t src_off, size_t len)
@@ -87,7 +92,12 @@ static inline void rdma_copy_page_part(struct page *dst, size_t dst_off, struct 
 	}
 	d = kmap_local_page(dst);
 	s = kmap_local_page(src);
-	memcpy(d + dst_off, s + src_off, len);
+	if (!dst_off && !src_off && len == PAGE_SIZE) {
+		copy_page(d, s);
+		kmsan_copy_page_meta(dst, src);
+	} else {
+		memcpy(d + dst_off, s + src_off, len);
+	}
 	kunmap_local(s);
 	kunmap_local(d);
 }

@@ -7,8 +7,9 @@
 //! from what keeps that page for the device: the pin of a [`Umem`](super::mr::Umem), or the
 //! kernel caller that lent a [`KernelBuf`](super::mr::KernelBuf); a [`PageRun`] is a stretch of
 //! a umem's pages. [`copy`] moves bytes between two slices and [`copy_run`] between two runs,
-//! with a single copy through temporary kernel mappings; the bytes never pass through a Rust
-//! reference, so a process writing its pages meanwhile changes only what it reads back.
+//! with a single copy through temporary kernel mappings (a whole page with the architecture's
+//! page copy); the bytes never pass through a Rust reference, so a process writing its pages
+//! meanwhile changes only what it reads back.
 //!
 //! C header: [`include/linux/highmem.h`](srctree/include/linux/highmem.h).
 
