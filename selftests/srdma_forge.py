@@ -7,11 +7,13 @@ then fires forged RoCEv2 packets at the client's QP from a raw IP socket, and at
 what a real server would: the ACK of the client's SEND and a SEND of SIZE bytes (i & 0xff), so
 that a device that dropped every forged packet completes the client's one iteration.
 
-    srdma_forge.py PORT SRC_IP DST_IP SIZE HW_COUNTERS_DIR [MODE]
+    srdma_forge.py PORT SRC_IP DST_IP SIZE HW_COUNTERS_DIR [MODE [OTHER_IP]]
 
 MODE "drops" (the default) sends only packets a receiver must drop silently and prints how
-many of each kind it sent ("icrc N", ...). MODE "fatal" sends, at the expected PSN, an RDMA
-WRITE with a huge length and a bad rkey, which the QP must refuse with a NAK and fail on.
+many of each kind it sent ("icrc N", ...); with OTHER_IP (another address of the client's
+network device) also the expected SEND, addressed there. MODE "fatal" sends, at the expected
+PSN, an RDMA WRITE with a huge length and a bad rkey, which the QP must refuse with a NAK and
+fail on.
 
     srdma_forge.py read SRC_IP DST_IP TARGET_COMMAND...
 
@@ -105,6 +107,7 @@ if MODE in TARGET_MODES:
 else:
     PORT, SRC, DST, SIZE = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
     COUNTERS = sys.argv[5]
+    OTHER_DST = sys.argv[7] if len(sys.argv) > 7 else None
 OUR_QPN, OUR_PSN = 0x123, 0x1000
 PKEY = 0xFFFF
 RC_ACK, RC_SEND_ONLY, RC_WRITE_ONLY, RC_READ_REQUEST = 0x11, 0x04, 0x0A, 0x0C
@@ -138,10 +141,10 @@ def exchange():
     return conn, int(qpn, 16), int(psn, 16)
 
 
-def ip_udp(src, payload_len, ident):
+def ip_udp(src, payload_len, ident, dst=None):
     total = 20 + 8 + payload_len
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, ident, 0x4000, 64, 17, 0,
-                     socket.inet_aton(src), socket.inet_aton(DST))
+                     socket.inet_aton(src), socket.inet_aton(dst or DST))
     udp = struct.pack("!HHHH", 0xC123, 4791, 8 + payload_len, 0)
     return ip, udp
 
@@ -168,20 +171,20 @@ def bth(opcode, qpn, psn, payload_len, ack_req=True, tver=0, pad=None, pkey=PKEY
 ident = 0x4242
 
 
-def send(sock, transport, src=SRC, bad_icrc=False, truncate_to=None):
-    """Sends transport headers + payload (+ pad) with their ICRC from `src`."""
+def send(sock, transport, src=SRC, bad_icrc=False, truncate_to=None, dst=None):
+    """Sends transport headers + payload (+ pad) with their ICRC from `src` to `dst` (DST)."""
     global ident
     ident = (ident + 1) & 0xFFFF or 1
-    ip, udp = ip_udp(src, len(transport) + 4, ident)
+    ip, udp = ip_udp(src, len(transport) + 4, ident, dst)
     crc = icrc(ip, udp, transport)
     if bad_icrc:
         crc = bytes(b ^ 0x5A for b in crc)
     body = transport + crc
     if truncate_to is not None:
         body = body[:truncate_to]
-        ip, udp = ip_udp(src, len(body), ident)
+        ip, udp = ip_udp(src, len(body), ident, dst)
         body = body[:-4] + icrc(ip, udp, body[:-4]) if len(body) >= 4 else body
-    sock.sendto(ip + udp + body, (DST, 0))
+    sock.sendto(ip + udp + body, (dst or DST, 0))
 
 
 def sent_pkts():
@@ -563,12 +566,16 @@ def main():
         send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN, SIZE, tver=1) + payload + pad)
         count("malformed", 4)
         # Not for this QP: an unknown QP number, a source the QP is not connected to, a
-        # partition the port is not a member of (P_Key 0x1234; the port has 0xFFFF only).
+        # partition the port is not a member of (P_Key 0x1234; the port has 0xFFFF only),
+        # another address of the QP's network device than its own.
         send(raw, bth(RC_SEND_ONLY, 0xABCDE, OUR_PSN, SIZE) + payload + pad)
         send(raw, bth(RC_SEND_ONLY, 0x1, OUR_PSN, SIZE) + payload + pad)
         send(raw, good_send, src="10.61.0.9")
         send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN, SIZE, pkey=0x1234) + payload + pad)
         count("not_ours", 4)
+        if OTHER_DST:
+            send(raw, good_send, dst=OTHER_DST)
+            count("not_ours")
         # Far ahead of the expected PSN: dropped (with one sequence error NAK).
         for d in (1000, 0x400000, 5):
             send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN + d, SIZE) + payload + pad)

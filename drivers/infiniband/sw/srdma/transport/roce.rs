@@ -31,7 +31,7 @@ use kernel::{
     },
     prelude::*,
     rdma::{
-        qp::QpType,
+        qp::{QpAttr, QpType},
         roce::{self, Bth, Deth, Headers, Opcode, Operation, Packet, Service, ICRC_LEN},
         Device,
     },
@@ -342,6 +342,18 @@ pub(crate) struct Arrived {
     /// The GRH area a UD receive gets: the IPv4 header behind 20 zero bytes, or the IPv6
     /// header.
     grh: [u8; GRH_SIZE],
+}
+
+impl Arrived {
+    /// Whether the packet is between the two ends of the address vector `attr` of a connected
+    /// QP: from its destination GID, to its source GID (another address of the same network
+    /// device is another port of the fabric, which the QP was not connected through).
+    pub(crate) fn is_between(&self, dev: &Device<SrdmaDevice>, attr: &QpAttr) -> bool {
+        attr.ah_attr.dgid == self.sgid
+            && dev
+                .query_gid(PORT, u32::from(attr.ah_attr.sgid_index))
+                .is_ok_and(|sgid| sgid == self.dgid)
+    }
 }
 
 /// Reads the IP and UDP headers of `bytes` (from the IP header to the end of the packet);

@@ -661,7 +661,7 @@ pub(crate) fn response(
         return Err(Dropped::NotOurs);
     }
     let attr = *q.attr.lock();
-    if attr.ah_attr.dgid != arrived.sgid {
+    if !arrived.is_between(dev, &attr) {
         return Err(Dropped::NotOurs);
     }
     let now = Ktime::ktime_get().to_ns();

@@ -321,8 +321,8 @@ pub(crate) fn request(
         return Err(Dropped::NotOurs);
     }
     let attr = *qp.attr.lock();
-    // Connected: only the peer of the address vector talks to the QP.
-    if attr.ah_attr.dgid != arrived.sgid {
+    // Connected: only the peer of the address vector talks to the QP, and to its address.
+    if !arrived.is_between(dev, &attr) {
         return Err(Dropped::NotOurs);
     }
     let ends = reply_ends(qp, &attr, arrived);
