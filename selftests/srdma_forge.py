@@ -69,7 +69,8 @@ Prints "NAME RECEIVES" as abandon does, after the target moved its QP to the err
 sends, each to a target of its own with one receive posted, a request the QP's attributes
 refuse whatever the memory allows: to a QP that grants no remote access (TARGET_COMMAND run
 with "closed") an RDMA WRITE of 0 bytes, one with immediate data and a READ of 0 bytes; to a
-QP with max_dest_rd_atomic 0 ("nord") a READ of 64 bytes. Prints "NAME ANSWERS RECEIVES
+QP with max_dest_rd_atomic 0 ("nord") a READ of 64 bytes; to a QP that grants both a READ
+and an RDMA WRITE (no payload) of 2^31 + 1 bytes, longer than any message. Prints "NAME ANSWERS RECEIVES
 MEMORY STATE": the answers as atomic_write prints them, the receive as abandon prints them
 after the target moved its QP to the error state, then the target's memory and QP state.
 
@@ -499,9 +500,11 @@ def closed_main():
         ("write0_imm", "closed", RC_WRITE_ONLY_IMM, 0, b"\x5e\xed\0\0"),
         ("read0", "closed", RC_READ_REQUEST, 0, b""),
         ("read_nord", "nord", RC_READ_REQUEST, 64, b""),
+        ("read_huge", None, RC_READ_REQUEST, 0x80000001, b""),
+        ("write_huge", None, RC_WRITE_ONLY, 0x80000001, b""),
     )
     for name, mode, opcode, length, imm in cases:
-        t = Target(mode)
+        t = Target(*[mode] if mode else [])
         if not t.post_receives(1, name):
             continue
         reth = struct.pack("!QII", t.va, t.rkey, length)

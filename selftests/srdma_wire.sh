@@ -280,14 +280,15 @@ if prog srdma_target; then
 
 	# What the QP's own attributes refuse, whatever the memory's key allows: zero-length
 	# WRITEs and READs to a QP without remote access (no key to check, but the QP's rights
-	# still hold, as rxe and loopback check them), a READ to a QP with max_dest_rd_atomic 0.
-	# Each is NAKed, fails the QP and takes no receive.
+	# still hold, as rxe and loopback check them), a READ to a QP with max_dest_rd_atomic 0,
+	# and a READ and a WRITE longer than any message (2^31 + 1 bytes: invalid, whatever the
+	# key). Each is NAKed, fails the QP and takes no receive.
 	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" closed "$FORGE_IP" "$SRDMA_IP" \
 		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
 	answer() { awk -v k="$1" '$1 == k { $1 = ""; print substr($0, 2) }' "$out_f"; }
-	[ -n "$(answer read_nord)" ] || diag "forger: $(cat "$out_f")"
+	[ -n "$(answer write_huge)" ] || diag "forger: $(cat "$out_f")"
 	flushed="0:Work Request Flushed Error $intact 6"
-	for c in write0:62 write0_imm:62 read0:62 read_nord:61; do
+	for c in write0:62 write0_imm:62 read0:62 read_nord:61 read_huge:61 write_huge:61; do
 		what="${c%:*} to a QP that refuses it: NAK ${c#*:}, receive flushed, QP failed"
 		check_eq "$what" \
 			"11/1000/${c#*:} $flushed" "$(answer "${c%:*}")"

@@ -23,6 +23,7 @@ use crate::{
     counters::Counter,
     device::SrdmaDevice,
     message::{Atomic, Nak, Path, Remote, Response, PSN_MASK},
+    params::MAX_MSG_SZ,
     payload::Segments,
     qp::QpShared,
     resp::{self, finish_receive, release_receive, take_receive, Asked, ReceiveDone, Taken},
@@ -656,6 +657,11 @@ fn reth_memory(
     asked: Asked,
 ) -> core::result::Result<Option<Segments>, Refusal> {
     let _responder = resp::lock(qp, asked).map_err(Refusal::from)?;
+    // No message is longer than max_msg_sz (2^31 bytes, the most IBA allows): a longer one is
+    // malformed whatever the key would cover.
+    if reth.len > MAX_MSG_SZ {
+        return Err(Nak::InvalidRequest.into());
+    }
     let len = reth.len as usize;
     if len == 0 {
         return Ok(None);
