@@ -153,12 +153,17 @@ wire_matrix() {
 	check_eq "rcvd_pkts: one per datagram srdma received (500)" \
 		500 $(($(counter rcvd_pkts) - rcvd0))
 
+	rcvd0=$(counter rcvd_pkts) dup0=$(counter duplicate_request)
 	for size in 1 1024 4096; do
 		pingpong ibv_rc_pingpong "RC: srdma server, $PEER client, $size B x 100, checked" \
 			$((port++)) srdma "$size" 100
 		pingpong ibv_rc_pingpong "RC: $PEER server, srdma client, $size B x 100, checked" \
 			$((port++)) peer "$size" 100
 	done
+	# In each role srdma receives 100 SENDs of 1, 1 and 4 packets (path MTU 1024), and a copy
+	# of one again for each request a retransmission duplicated.
+	check_eq "rcvd_pkts: one per RC request packet srdma received (1200)" \
+		1200 $(($(counter rcvd_pkts) - rcvd0 - ($(counter duplicate_request) - dup0)))
 	pingpong ibv_uc_pingpong "UC: srdma server, $PEER client, 1024 B x 100, checked" \
 		$((port++)) srdma 1024 100
 	pingpong ibv_uc_pingpong "UC: $PEER server, srdma client, 1024 B x 100, checked" \

@@ -336,6 +336,9 @@ pub(crate) fn request(
     if !qp.is_alive() {
         return Err(Dropped::NotOurs);
     }
+    // The packet reached the QP: counted whatever its PSN and contents make of it, as a
+    // sender's retransmissions are in its `sent_pkts`.
+    qp.counters.received();
     let epsn = qp.epsn.load(Ordering::Relaxed);
     let ahead = psn.wrapping_sub(epsn) & PSN_MASK;
     if ahead != 0 {
