@@ -4,6 +4,8 @@
  * connected through the network, so that a test can steer both ends. Prints TAP.
  *  - messages of 1 MiB and 8 MiB: SEND, RDMA WRITE and RDMA READ in both directions, random
  *    bytes compared;
+ *  - a WQE posted while srdma's completer sends an 8 MiB message returns at once, and
+ *    completes after it;
  *  - a QP reused after RESET while its first connection still had a WQE in flight: the second
  *    connection runs from a clean start, and nothing of the first comes back;
  *  - a QP destroyed with 128 MiB of RDMA WRITEs queued and in flight: destroy returns, nothing
@@ -244,6 +246,51 @@ static void test_messages(const size_t *lens, unsigned int n)
 			transfer(&ends[0], s, &ends[1], p, ops[o], lens[l]);
 			transfer(&ends[1], p, &ends[0], s, ops[o], lens[l]);
 		}
+	ibv_destroy_qp(s);
+	ibv_destroy_qp(p);
+}
+
+/*
+ * A WQE posted while another context works through the send queue: srdma's completer sends an
+ * 8 MiB RDMA WRITE, queued behind a 1 MiB one that filled the window, once the first is
+ * acknowledged. A 1-byte WRITE posted meanwhile returns at once, not when the 8 MiB are out,
+ * and completes after them.
+ */
+static void post_while_sending(void)
+{
+	struct end *r = &ends[0], *d = &ends[1];
+	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d);
+	struct ibv_sge sa = { (uintptr_t)r->buf, 1 << 20, r->mr->lkey };
+	struct ibv_sge sb = { (uintptr_t)r->buf, BIG, r->mr->lkey };
+	struct ibv_send_wr b = { .wr_id = 2, .sg_list = &sb, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { (uintptr_t)(d->buf + BIG), d->mr->rkey } };
+	struct ibv_send_wr a = b, *bad;
+	struct ibv_wc wc = {};
+	double t0, posted = 0, rest = 0;
+	int ok;
+
+	if (!s || !p || connect_qp(s, r, d, p->qp_num, 100, 200, 14) ||
+	    connect_qp(p, d, r, s->qp_num, 200, 100, 14)) {
+		result(0, "post while sending: an RC QP on each device, connected");
+		return;
+	}
+	a.wr_id = 1;
+	a.sg_list = &sa;
+	a.next = &b;
+	/* One post: the 8 MiB wait for the window, which the first 1 MiB fill. */
+	ok = !ibv_post_send(s, &a, &bad) && wait_wc(r, 1, WAIT_S, &wc, NULL) &&
+	     wc.status == IBV_WC_SUCCESS;
+	t0 = now();
+	ok = ok && !post_send(s, r, IBV_WR_RDMA_WRITE, 3, r->buf, 1, (uintptr_t)(d->buf + BIG),
+			      d->mr->rkey, IBV_SEND_SIGNALED);
+	posted = now() - t0;
+	ok = ok && wait_wc(r, 2, WAIT_S, &wc, NULL) && wc.status == IBV_WC_SUCCESS;
+	rest = now() - t0;
+	ok = ok && wait_wc(r, 3, WAIT_S, &wc, NULL) && wc.status == IBV_WC_SUCCESS;
+	result(ok && posted < rest / 4,
+	       "a WRITE posted while srdma's completer sends 8 MiB returns at once (%.3f s of %.2f s) and completes",
+	       posted, rest);
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
 }
@@ -755,6 +802,7 @@ int main(int argc, char **argv)
 	static const size_t large[] = { 1 << 20, BIG };
 
 	test_messages(large, 2);
+	post_while_sending();
 	inline_messages();
 	reuse_after_reset();
 	destroy_in_flight();

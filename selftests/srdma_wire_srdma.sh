@@ -53,6 +53,7 @@ sent0=$(counter sent_pkts)
 
 # The sizes that srdma_wire.sh does not cover already against rxe on a veth.
 WIRE_SIZES="1 1025 65536" wire_matrix 18801
+port=18901
 
 # Everything srdma_w sent went through its network device (ACKs, MADs and ARP add to it).
 sent=$(($(counter sent_pkts) - sent0))
@@ -62,6 +63,38 @@ check "the packets srdma_w sent left through $S ($sent sent, $tx on the veth)" \
 check_eq "no ICRC errors" 0 "$(counter rx_icrc_errors)"
 check_eq "no malformed packets" 0 "$(counter rx_malformed)"
 check_eq "no send errors" 0 "$(counter send_err)"
+
+# timed_bw NAME PORT PROG ARGS...: PROG for 4 s (-D 4, of which perftest measures the middle 2 s),
+# srdma_w the client (the requester), srdma_p the server; passes when the client counted
+# messages in the measured window. perftest posts its whole send queue (128 WQEs) before it
+# polls: a post that waits while another context runs the SQ (the completer sending the next
+# 1 MiB message) keeps it posting past that window, which then counts nothing (0.00 MB/s).
+timed_bw() {
+	local name=$1 port=$2 out_s out_c rc_s rc_c iters
+	shift 2
+	out_s=$(mktemp) out_c=$(mktemp)
+	timeout 60 ip netns exec "$PEER_NS" "$@" -d srdma_p -x "$pg" -p "$port" -F -D 4 \
+		>"$out_s" 2>&1 &
+	wait_for 10 tcp_listening "$port" "$PEER_NS"
+	timeout 60 ip netns exec "$NS" "$@" -d srdma_w -x "$sg" -p "$port" -F -D 4 "$PEER_IP" \
+		>"$out_c" 2>&1
+	rc_c=$?
+	wait $!
+	rc_s=$?
+	iters=$(awk '/^ *[0-9]+ +[0-9]+ / { n = $2 } END { print n + 0 }' "$out_c")
+	if [ "$rc_s" = 0 ] && [ "$rc_c" = 0 ] && [ "$iters" -gt 0 ]; then
+		ok "$name"
+		diag "$iters messages in the window"
+	else
+		fail "$name" "server exit $rc_s: $(tail -3 "$out_s")" \
+			"client exit $rc_c: $(tail -3 "$out_c")"
+	fi
+	rm -f "$out_s" "$out_c"
+}
+for prog in ib_send_bw ib_write_bw; do
+	timed_bw "$prog -D 4 -s 1 MiB: the client completes messages in the measured window" \
+		$((port++)) "$prog" -s 1048576
+done
 
 # A lossy link (netem on both ends), srdma on both ends of each exchange: its requester's
 # retries meet its own responder's answers to duplicates, ATOMIC WRITEs included (against rxe
