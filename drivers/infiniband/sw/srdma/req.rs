@@ -50,11 +50,19 @@ const SQ_BYTE_BUDGET: usize = 8 << 20;
 const QKEY_FROM_QP: u32 = 0x8000_0000;
 
 /// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
-/// doorbell kick), in the process's own syscall.
+/// doorbell kick), in the process's own syscall. A kick that finds another context running the
+/// SQ (the wire's completer sending the next message once an acknowledgment made room, the
+/// worker) leaves its WQEs to the worker instead: that run may last a whole message on the
+/// wire, and the process would wait it out in `ibv_post_send`.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
-    let mut sq = qp.shared.sq_run.lock();
-    qp.shared.counters.send.inc(Counter::Kicks);
-    process_sq(qp.device(), &qp.shared, &mut sq)
+    let (dev, q) = (qp.device(), &qp.shared);
+    q.counters.send.inc(Counter::Kicks);
+    match q.sq_run.try_lock() {
+        Some(mut sq) => process_sq(dev, q, &mut sq),
+        // The run under way may have read the producer index before these WQEs were behind
+        // it; the worker's run takes the lock after it and sees them.
+        None => dev.worker().schedule(dev.queue(), q.clone()),
+    }
 }
 
 /// What the requester works with for the WQEs of one run of a send queue.

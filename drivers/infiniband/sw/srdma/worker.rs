@@ -6,6 +6,8 @@
 //! Kernel callers may post in atomic context (ib_mad posts under a spinlock with interrupts
 //! off), where the engine cannot run: it takes mutexes and allocates. Their `post_send` only
 //! writes the WQEs and queues the QP here; a work item processes its send queue soon after.
+//! The doorbell of a user QP whose send queue another context is running queues it here too,
+//! rather than keep the process waiting for that run.
 //! A second work item processes those send queues again whose time came: the RNR timers of
 //! refused WQEs and the retransmission timers of the wire; a high-resolution timer queues it
 //! when the earliest is due, so a retry waits its timer and a scheduling delay, not a jiffy,
