@@ -70,9 +70,10 @@ sends, each to a target of its own with one receive posted, a request the QP's a
 refuse whatever the memory allows: to a QP that grants no remote access (TARGET_COMMAND run
 with "closed") an RDMA WRITE of 0 bytes, one with immediate data and a READ of 0 bytes; to a
 QP with max_dest_rd_atomic 0 ("nord") a READ of 64 bytes; to a QP that grants both a READ
-and an RDMA WRITE (no payload) of 2^31 + 1 bytes, longer than any message. Prints "NAME ANSWERS RECEIVES
-MEMORY STATE": the answers as atomic_write prints them, the receive as abandon prints them
-after the target moved its QP to the error state, then the target's memory and QP state.
+and an RDMA WRITE (no payload) of 2^31 + 1 bytes, longer than any message. Prints "NAME
+ANSWERS RECEIVES MEMORY STATE": the answers as atomic_write prints them, the receive as abandon
+prints them after the target moved its QP to the error state, then the target's memory and QP
+state.
 
     srdma_forge.py seqnak SRC_IP DST_IP TARGET_COMMAND...
 
@@ -249,8 +250,8 @@ class Target:
     """A run of TARGET_COMMAND, its QP connected to OUR_QPN at OUR_PSN."""
 
     def __init__(self, *args):
-        self.proc = subprocess.Popen(TARGET + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
+        self.proc = subprocess.Popen(TARGET + list(args), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
         fields = self.proc.stdout.readline().split()
         self.qpn, _psn, self.rkey, self.va = (int(x, 16) for x in fields)
         gid = "00000000000000000000ffff" + socket.inet_aton(SRC).hex()
@@ -504,7 +505,7 @@ def closed_main():
         ("write_huge", None, RC_WRITE_ONLY, 0x80000001, b""),
     )
     for name, mode, opcode, length, imm in cases:
-        t = Target(*[mode] if mode else [])
+        t = Target(mode) if mode else Target()
         if not t.post_receives(1, name):
             continue
         reth = struct.pack("!QII", t.va, t.rkey, length)
