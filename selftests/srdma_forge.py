@@ -11,7 +11,7 @@ that a device that dropped every forged packet completes the client's one iterat
 
 MODE "drops" (the default) sends only packets a receiver must drop silently and prints how
 many of each kind it sent ("icrc N", ...); with OTHER_IP (another address of the client's
-network device) also the expected SEND, addressed there. MODE "fatal" sends, at the expected
+network device) also the ACK of the client's SEND and the expected SEND, addressed there. MODE "fatal" sends, at the expected
 PSN, an RDMA WRITE with a huge length and a bad rkey, which the QP must refuse with a NAK and
 fail on.
 
@@ -541,8 +541,11 @@ def main():
     deadline = time.time() + 20
     while sent_pkts() == before and time.time() < deadline:
         time.sleep(0.01)
-    # The ACK of the client's ping, before its timer runs out.
+    # The ACK of the client's ping, before its timer runs out; with OTHER_DST, first a copy
+    # addressed there, which the completer of a QP connected through DST must not take.
     ack = bth(RC_ACK, qpn, psn, 0, ack_req=False) + struct.pack("!I", 0x1F000001)
+    if OTHER_DST:
+        send(raw, ack, dst=OTHER_DST)
     send(raw, ack)
     payload = bytes(i & 0xFF for i in range(SIZE))
     pad = b"\0" * ((-SIZE) & 3)
@@ -579,7 +582,8 @@ def main():
         count("not_ours", 4)
         if OTHER_DST:
             send(raw, good_send, dst=OTHER_DST)
-            count("not_ours")
+            # This SEND, and the ACK sent there before.
+            count("not_ours", 2)
         # Far ahead of the expected PSN: dropped (with one sequence error NAK).
         for d in (1000, 0x400000, 5):
             send(raw, bth(RC_SEND_ONLY, qpn, OUR_PSN + d, SIZE) + payload + pad)

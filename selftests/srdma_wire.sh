@@ -96,9 +96,10 @@ forge() {
 }
 declare -A before
 for c in rx_icrc_errors rx_malformed rx_not_ours out_of_sequence; do before[$c]=$(counter $c); done
-# A second address of srdma's network device: a packet to it is not to the client's QP, which
-# was connected through the first. Its neighbour entry is made here, so that the forged packet
-# is not held back by address resolution behind the ones that follow it.
+# A second address of srdma's network device: a packet to it (the ACK of the client's SEND, a
+# SEND) is not to the client's QP, which was connected through the first. Its neighbour entry
+# is made here, so that the forged packets are not held back by address resolution behind the
+# ones that follow them.
 SRDMA_IP2=10.61.0.4
 in_ns ip addr add "$SRDMA_IP2/24" dev "$S"
 ip neigh replace "$SRDMA_IP2" lladdr "$(in_ns cat "/sys/class/net/$S/address")" dev "$R"
