@@ -57,12 +57,17 @@ const QKEY_FROM_QP: u32 = 0x8000_0000;
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
     let (dev, q) = (qp.device(), &qp.shared);
     q.counters.send.inc(Counter::Kicks);
-    match q.sq_run.try_lock() {
-        Some(mut sq) => process_sq(dev, q, &mut sq),
-        // The run under way may have read the producer index before these WQEs were behind
-        // it; the worker's run takes the lock after it and sees them.
-        None => dev.worker().schedule(dev.queue(), q.clone()),
+    if let Some(mut sq) = q.sq_run.try_lock() {
+        return process_sq(dev, q, &mut sq);
     }
+    // The run under way may have read the producer index before these WQEs were behind it;
+    // the worker's run takes the lock after it and sees them. Without memory to queue the QP
+    // the kick waits for the lock instead, so that the WQEs are not left behind.
+    if dev.worker().schedule(dev.queue(), q.clone()).is_ok() {
+        return Ok(());
+    }
+    let mut sq = q.sq_run.lock();
+    process_sq(dev, q, &mut sq)
 }
 
 /// What the requester works with for the WQEs of one run of a send queue.

@@ -57,7 +57,8 @@ struct Retries {
     armed_for: i64,
 }
 
-/// QPs with newly posted kernel work, and the work item that processes them.
+/// QPs with newly posted work (kernel callers', and doorbells of user QPs whose send queue
+/// was being run), and the work item that processes them.
 #[pin_data]
 pub(crate) struct Worker {
     #[pin]

@@ -10,6 +10,8 @@ use super::{mutex::MutexBackend, Guard, Lock};
 impl<T: ?Sized> Lock<T, MutexBackend> {
     /// Acquires the mutex if it is free, without sleeping; returns `None` if it is held.
     ///
+    /// Like `mutex_trylock()`, it must not be called in interrupt context.
+    ///
     /// # Examples
     ///
     /// ```
@@ -28,8 +30,7 @@ impl<T: ?Sized> Lock<T, MutexBackend> {
         if unsafe { bindings::mutex_trylock(self.state.get()) } == 0 {
             return None;
         }
-        // SAFETY: The mutex was acquired just above and is owned by the caller now; a mutex's
-        // guard keeps no state.
+        // SAFETY: The mutex was acquired just above and is owned by the caller now.
         Some(unsafe { Guard::new(self, ()) })
     }
 }
