@@ -11,9 +11,9 @@ that a device that dropped every forged packet completes the client's one iterat
 
 MODE "drops" (the default) sends only packets a receiver must drop silently and prints how
 many of each kind it sent ("icrc N", ...); with OTHER_IP (another address of the client's
-network device) also the ACK of the client's SEND and the expected SEND, addressed there. MODE "fatal" sends, at the expected
-PSN, an RDMA WRITE with a huge length and a bad rkey, which the QP must refuse with a NAK and
-fail on.
+network device) also the ACK of the client's SEND and the expected SEND, addressed there.
+MODE "fatal" sends, at the expected PSN, an RDMA WRITE with a huge length and a bad rkey,
+which the QP must refuse with a NAK and fail on.
 
     srdma_forge.py read SRC_IP DST_IP TARGET_COMMAND...
 

@@ -39,7 +39,8 @@ impl Default for Doorbell {
 }
 
 impl Doorbell {
-    /// Rings the doorbell of `ibqp`: the kernel processes its send queue before this returns.
+    /// Rings the doorbell of `ibqp`: the kernel processes its send queue before this returns,
+    /// or, when another context is processing it, leaves the new WQEs to the device's worker.
     /// Returns 0 or an errno value.
     ///
     /// # Safety
