@@ -6,6 +6,7 @@
  *    bytes compared;
  *  - a WQE posted while srdma's completer sends an 8 MiB message returns at once, and
  *    completes after it;
+ *  - an RDMA WRITE on a second QP completes while the first QP sends 8 MiB;
  *  - a QP reused after RESET while its first connection still had a WQE in flight: the second
  *    connection runs from a clean start, and nothing of the first comes back;
  *  - a QP destroyed with 128 MiB of RDMA WRITEs queued and in flight: destroy returns, nothing
@@ -293,6 +294,59 @@ static void post_while_sending(void)
 	       posted, rest);
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
+}
+
+/*
+ * A long message and another QP's short one from the same device: the long one leaves as
+ * the window of unacknowledged packets allows, so the device goes on taking other QPs'
+ * packets (an acknowledgment here) while it sends.
+ */
+static void short_beside_long(void)
+{
+	struct end *r = &ends[0], *d = &ends[1];
+	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d), *s2 = rc_qp(r), *p2 = rc_qp(d);
+	struct ibv_sge sa = { (uintptr_t)r->buf, 1 << 20, r->mr->lkey };
+	struct ibv_sge sb = { (uintptr_t)r->buf, BIG, r->mr->lkey };
+	struct ibv_send_wr b = { .wr_id = 2, .sg_list = &sb, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { (uintptr_t)(d->buf + BIG), d->mr->rkey } };
+	struct ibv_send_wr a = b, *bad;
+	struct ibv_wc wc = {};
+	double t0, end, small = 0, big = 0;
+	int ok, bad_wc = 0;
+
+	if (!s || !p || !s2 || !p2 || connect_qp(s, r, d, p->qp_num, 100, 200, 14) ||
+	    connect_qp(p, d, r, s->qp_num, 200, 100, 14) ||
+	    connect_qp(s2, r, d, p2->qp_num, 300, 400, 14) ||
+	    connect_qp(p2, d, r, s2->qp_num, 400, 300, 14)) {
+		result(0, "short beside long: two RC QPs on each device, connected");
+		return;
+	}
+	a.wr_id = 1;
+	a.sg_list = &sa;
+	a.next = &b;
+	ok = !ibv_post_send(s, &a, &bad) && wait_wc(r, 1, WAIT_S, &wc, NULL) &&
+	     wc.status == IBV_WC_SUCCESS;
+	t0 = now();
+	ok = ok && !post_send(s2, r, IBV_WR_RDMA_WRITE, 3, r->buf, 1, (uintptr_t)(d->buf + BIG),
+			      d->mr->rkey, IBV_SEND_SIGNALED);
+	end = t0 + WAIT_S;
+	while (ok && (!small || !big) && now() < end) {
+		if (ibv_poll_cq(r->cq, 1, &wc) != 1)
+			continue;
+		bad_wc += wc.status != IBV_WC_SUCCESS;
+		if (wc.wr_id == 3)
+			small = now() - t0;
+		else if (wc.wr_id == 2)
+			big = now() - t0;
+	}
+	result(ok && small && big && !bad_wc && small < big / 4,
+	       "a WRITE on a second QP completes while the first sends 8 MiB (%.3f s of %.2f s)",
+	       small, big);
+	ibv_destroy_qp(s);
+	ibv_destroy_qp(p);
+	ibv_destroy_qp(s2);
+	ibv_destroy_qp(p2);
 }
 
 /* The inline batches: messages of each batch, and the slot each takes in a buffer. */
@@ -803,6 +857,7 @@ int main(int argc, char **argv)
 
 	test_messages(large, 2);
 	post_while_sending();
+	short_beside_long();
 	inline_messages();
 	reuse_after_reset();
 	destroy_in_flight();

@@ -75,6 +75,8 @@ fi
 check_eq "no ICRC errors" 0 "$(counter rx_icrc_errors)"
 check_eq "no malformed packets" 0 "$(counter rx_malformed)"
 check_eq "no send errors" 0 "$(counter send_err)"
+# A long message leaves as acknowledgments make room, never more packets than fit a window.
+check_eq "no packet dropped for a full receive backlog" 0 "$(counter rx_dropped)"
 
 # --- forged packets (srdma_forge.py): a peer at an address no RDMA device answers for talks to
 # an ibv_rc_pingpong client of srdma and fires malformed, misaddressed and out-of-sequence

@@ -63,6 +63,10 @@ check "the packets srdma_w sent left through $S ($sent sent, $tx on the veth)" \
 check_eq "no ICRC errors" 0 "$(counter rx_icrc_errors)"
 check_eq "no malformed packets" 0 "$(counter rx_malformed)"
 check_eq "no send errors" 0 "$(counter send_err)"
+# A long message leaves as acknowledgments make room, never more packets than fit a window.
+check_eq "no packet dropped for a full receive backlog" 0 "$(counter rx_dropped)"
+check_eq "srdma_p dropped no packet for a full receive backlog" 0 \
+	"$(cat "$SYSFS_IB/srdma_p/ports/1/hw_counters/rx_dropped")"
 
 # timed_bw NAME PORT PROG ARGS...: PROG for 4 s (-D 4, of which perftest measures the middle 2 s),
 # srdma_w the client (the requester), srdma_p the server; passes when the client counted
