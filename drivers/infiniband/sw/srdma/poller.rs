@@ -147,7 +147,7 @@ impl Poller {
         for q in qps.iter() {
             let mut sq = q.sq_run.lock();
             if has_send_work(q, &sq) {
-                let _ = req::process_sq(dev, q, &mut sq);
+                let _ = req::process_sq(dev, q, &mut sq, req::Runner::Engine);
                 busy = true;
             }
         }

@@ -51,14 +51,14 @@ const QKEY_FROM_QP: u32 = 0x8000_0000;
 
 /// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
 /// doorbell kick), in the process's own syscall. A kick that finds another context running the
-/// SQ (the wire's completer sending the next message once an acknowledgment made room, the
-/// worker) leaves its WQEs to the worker instead: that run may last a whole message on the
+/// SQ (the wire's completer sending the next packets once an acknowledgment made room, the
+/// worker) leaves its WQEs to the worker instead: that run may send a window of packets on the
 /// wire, and the process would wait it out in `ibv_post_send`.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
     let (dev, q) = (qp.device(), &qp.shared);
     q.counters.send.inc(Counter::Kicks);
     if let Some(mut sq) = q.sq_run.try_lock() {
-        return process_sq(dev, q, &mut sq);
+        return process_sq(dev, q, &mut sq, Runner::Kick);
     }
     // The run under way may have read the producer index before these WQEs were behind it;
     // the worker's run takes the lock after it and sees them. Without memory to queue the QP
@@ -67,7 +67,19 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
         return Ok(());
     }
     let mut sq = q.sq_run.lock();
-    process_sq(dev, q, &mut sq)
+    process_sq(dev, q, &mut sq, Runner::Kick)
+}
+
+/// Who runs a send queue.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runner {
+    /// A process's doorbell, in its syscall: it starts the WQEs behind what is in flight, and
+    /// leaves the rest of a message that the window held back to the engine, which an
+    /// acknowledgment or the timer wakes: a process posting a queue of long messages would
+    /// otherwise send earlier ones, post after post.
+    Kick,
+    /// The device's engine: the completer, the worker, the poller.
+    Engine,
 }
 
 /// What the requester works with for the WQEs of one run of a send queue.
@@ -83,8 +95,14 @@ struct Ctx<'a> {
     moved: &'a mut usize,
 }
 
-/// Processes the SQ of `q` from `sq.ci` (its locked consumer index) up to the producer index.
-pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut SqRun) -> Result {
+/// Processes the SQ of `q` from `sq.ci` (its locked consumer index) up to the producer index,
+/// as `runner`.
+pub(crate) fn process_sq(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    sq: &mut SqRun,
+    runner: Runner,
+) -> Result {
     let SqRun { ci, peer } = sq;
     if !q.is_alive() {
         // Destroyed: queued work and RNR retries of the QP end here ([`QpShared::retire`]).
@@ -113,6 +131,10 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut 
     }
     let mut wr = q.wire_req.lock();
     let mut failed = requester::on_timer(dev, q, &attr, ci, &mut wr, &now);
+    if !failed && runner == Runner::Engine {
+        // The rest of a long message goes before the WQEs behind it.
+        requester::push(dev, q, &attr, &mut wr);
+    }
     let pi = q.db.load(DB_SQ_PI)?;
     if pi.wrapping_sub(*ci) > q.sq.wqe_cnt {
         bad_producer_index(q, true, pi, *ci, q.sq.wqe_cnt);
@@ -134,7 +156,7 @@ pub(crate) fn process_sq(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, sq: &mut 
             return Ok(());
         }
         let idx = start.wrapping_add(n);
-        if wr.busy() && !failed && !wr.has_room(&attr) {
+        if wr.busy() && !failed && !wr.has_room(q, &attr) {
             // The completer goes on when acknowledgments make room.
             break;
         }

@@ -263,7 +263,7 @@ impl WorkItem<RETRY> for Worker {
         };
         for q in due.iter() {
             let mut sq = q.sq_run.lock();
-            let _ = req::process_sq(&dev, q, &mut sq);
+            let _ = req::process_sq(&dev, q, &mut sq, req::Runner::Engine);
         }
         drop(due);
         // Retries queued meanwhile, or by the passes above, count too. The timer is armed
@@ -298,7 +298,7 @@ impl WorkItem<POSTED> for Worker {
         for q in queued.iter() {
             let mut sq = q.sq_run.lock();
             // Failures became error completions; a QP not ready to send keeps its work.
-            let _ = req::process_sq(&dev, q, &mut sq);
+            let _ = req::process_sq(&dev, q, &mut sq, req::Runner::Engine);
         }
     }
 }

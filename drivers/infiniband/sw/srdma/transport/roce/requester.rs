@@ -7,7 +7,10 @@
 //! in flight, in SQ order, with the memory it names, until the responder acknowledges it: an
 //! ACK of its last PSN or a later one (coalesced), a READ response or atomic acknowledgment
 //! that comes after it (implied), or its own READ responses and atomic acknowledgment. The
-//! send queue goes on while the oldest WQEs wait, up to a window of unacknowledged PSNs.
+//! send queue goes on while the oldest WQEs wait, up to a window of unacknowledged PSNs; a
+//! message longer than the window leaves as acknowledgments make room, the engine (most often
+//! the completer that took the acknowledgment) sending the next packets, so that no one run
+//! sends more than a window.
 //!
 //! What goes wrong is handled as IBA 9.7 says: a PSN sequence error NAK sends again from the
 //! PSN it names, spending one of `retry_cnt` retries when it acknowledges nothing new (as rxe
@@ -44,8 +47,12 @@ use kernel::{
     time::Ktime,
 };
 
-/// The most PSNs in flight without an acknowledgment, as rxe allows.
-const WINDOW: u32 = 128;
+/// The most PSNs in flight without an acknowledgment. rxe allows 128; here the next packets go
+/// when an acknowledgment has woken the peer's receive thread and then this one, which under
+/// load can take longer than 128 packets take to send, and the wire then idles (1 MiB
+/// bandwidth 0.6x of what 512 gave, measured on this VM). A peer's receive backlog holds the
+/// windows of eight QPs.
+const WINDOW: u32 = 512;
 
 /// How long a timeout waits for received packets to be processed before it counts (1 ms).
 const RX_GRACE_NS: i64 = 1_000_000;
@@ -87,6 +94,8 @@ struct InFlight {
     first_psn: u32,
     /// The PSNs it takes.
     psns: u32,
+    /// How many of them went out: all, but for a long message the window holds back.
+    psns_sent: u32,
     /// A READ: the PSN of the response expected next.
     next_psn: u32,
     /// A READ: the requests sent for it, the first included.
@@ -207,6 +216,12 @@ impl Queue {
         self.slots.get(self.slot(i))?.as_ref()
     }
 
+    fn last_mut(&mut self) -> Option<&mut InFlight> {
+        let i = self.len.checked_sub(1)?;
+        let slot = self.slot(i);
+        self.slots.get_mut(slot)?.as_mut()
+    }
+
     fn pop_front(&mut self) -> Option<InFlight> {
         if self.is_empty() {
             return None;
@@ -296,13 +311,41 @@ impl WireReq {
         }
     }
 
-    /// Whether another WQE may go: the window has room and no error waits to complete.
-    pub(crate) fn has_room(&self, attr: &QpAttr) -> bool {
-        let psns: u32 = self.inflight.iter().map(|f| f.psns).sum();
+    /// Whether another WQE may go: the newest one went whole, the window has room and no
+    /// error waits to complete.
+    pub(crate) fn has_room(&self, q: &QpShared, attr: &QpAttr) -> bool {
         let reads = self.inflight.iter().filter(|f| f.takes_resource()).count();
-        psns < WINDOW
+        self.unsent() == 0
+            && self.outstanding(q) < WINDOW
             && reads < usize::from(attr.max_rd_atomic.max(1))
             && self.inflight.iter().all(|f| f.status == WcStatus::Success)
+    }
+
+    /// The PSNs of the newest WQE that the window held back; only the newest can have some.
+    fn unsent(&self) -> u32 {
+        self.inflight.last().map_or(0, |f| f.psns - f.psns_sent)
+    }
+
+    /// The PSN after the last one sent.
+    fn frontier(&self, q: &QpShared) -> u32 {
+        q.sq_psn.load(Ordering::Relaxed).wrapping_sub(self.unsent()) & PSN_MASK
+    }
+
+    /// The PSNs sent and not acknowledged (a READ's count as sent with its request).
+    fn outstanding(&self, q: &QpShared) -> u32 {
+        let Some(first) = self.inflight.first() else {
+            return 0;
+        };
+        let from = match self.acked {
+            Some(a) if !psn_before(a, first.first_psn) => a.wrapping_add(1) & PSN_MASK,
+            _ => first.first_psn,
+        };
+        let to = self.frontier(q);
+        if psn_before(to, from) {
+            0
+        } else {
+            to.wrapping_sub(from) & PSN_MASK
+        }
     }
 
     /// Where the responder's answers have got to: WQEs in flight, the last PSN acknowledged,
@@ -348,7 +391,8 @@ fn timeout_ns(attr: &QpAttr) -> Option<i64> {
     (attr.timeout != 0).then(|| 4096i64 << attr.timeout.min(31))
 }
 
-/// Sends the packets of `f` from PSN `from` on (all of them when it is the first).
+/// Sends the packets of `f` that went out before or are to go now (its first `psns_sent`),
+/// from PSN `from` on.
 fn send_packets(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
@@ -443,11 +487,13 @@ fn send_packets(
     let len = data.len();
     let packets = f.psns;
     let is_send = remote.is_none();
-    for i in 0..packets {
+    let begin = if psn_before(from, f.first_psn) {
+        0
+    } else {
+        from.wrapping_sub(f.first_psn) & PSN_MASK
+    };
+    for i in begin..f.psns_sent {
         let psn = f.first_psn.wrapping_add(i) & PSN_MASK;
-        if psn_before(psn, from) {
-            continue;
-        }
         let at = i as usize * pmtu;
         let n = (len - at.min(len)).min(pmtu);
         let (first, last) = (i == 0, i == packets - 1);
@@ -470,7 +516,8 @@ fn send_packets(
         };
         let mut bth = Bth::new(op(service, operation)?, ends.dest_qpn, psn, n);
         bth.solicited = last && solicited;
-        if service == Service::Rc && (last || (i + 1) % ACK_EVERY == 0) {
+        // The last packet the window lets go asks too: its acknowledgment opens the window.
+        if service == Service::Rc && (last || i + 1 == f.psns_sent || (i + 1) % ACK_EVERY == 0) {
             bth = ack_req(bth);
         }
         let headers = Headers {
@@ -544,6 +591,14 @@ pub(crate) fn start(
         Outgoing::Read { sink, .. } => sink.len().div_ceil(pmtu).max(1),
         Outgoing::Atomic { .. } | Outgoing::AtomicWrite { .. } => 1,
     } as u32;
+    // UC has no acknowledgments to wait for, and a READ or an atomic is one request.
+    let windowed =
+        q.qp_type == QpType::Rc && matches!(out, Outgoing::Send { .. } | Outgoing::Write { .. });
+    let psns_sent = if windowed {
+        psns.min(WINDOW.saturating_sub(wr.outstanding(q)).max(1))
+    } else {
+        psns
+    };
     let first_psn = q.sq_psn.load(Ordering::Relaxed);
     q.sq_psn
         .store(first_psn.wrapping_add(psns) & PSN_MASK, Ordering::Relaxed);
@@ -553,6 +608,7 @@ pub(crate) fn start(
         status: WcStatus::Success,
         first_psn,
         psns,
+        psns_sent,
         next_psn: first_psn,
         asked: 1,
         unmoved: 0,
@@ -583,6 +639,7 @@ pub(crate) fn done_in_turn(wr: &mut WireReq, wqe: &SendWqe, status: WcStatus) ->
         status,
         first_psn: psn,
         psns: 0,
+        psns_sent: 0,
         next_psn: psn,
         asked: 0,
         unmoved: 0,
@@ -592,6 +649,31 @@ pub(crate) fn done_in_turn(wr: &mut WireReq, wqe: &SendWqe, status: WcStatus) ->
 /// Records that the WQE at index `idx` went (in flight or done).
 pub(crate) fn advance(wr: &mut WireReq, idx: u32) {
     wr.sent = idx.wrapping_add(1);
+}
+
+/// Sends more of the newest WQE in flight, a message the window held back, as far as the
+/// window now allows (not while an RNR NAK holds the queue: the responder takes nothing of
+/// the refused message until it comes again).
+pub(crate) fn push(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireReq) {
+    let unsent = wr.unsent();
+    if unsent == 0 || wr.rnr_wait {
+        return;
+    }
+    let room = WINDOW.saturating_sub(wr.outstanding(q)).min(unsent);
+    if room == 0 {
+        return;
+    }
+    let Some(ends) = ends(dev, q, attr) else {
+        return;
+    };
+    let Some(f) = wr.inflight.last_mut() else {
+        return;
+    };
+    let from = f.first_psn.wrapping_add(f.psns_sent) & PSN_MASK;
+    f.psns_sent += room;
+    let solicited = f.wqe.solicited;
+    // One that does not leave the host is sent again on the timeout, like a lost packet.
+    let _ = send_packets(dev, q, &ends, f, from, mtu_bytes(attr.path_mtu), solicited);
 }
 
 /// Retires the oldest WQE in flight with `status`; on a failure the rest follow flushed.
@@ -669,7 +751,7 @@ pub(crate) fn response(
     // A response is to a PSN the QP sent: one beyond that answers nothing (forged, or from a
     // peer gone wrong); one before what is in flight is a late duplicate.
     let psn = pkt.headers.bth.psn;
-    let last_sent = q.sq_psn.load(Ordering::Relaxed).wrapping_sub(1) & PSN_MASK;
+    let last_sent = wr.frontier(q).wrapping_sub(1) & PSN_MASK;
     if psn_before(last_sent, psn) {
         return Err(Dropped::NotOurs);
     }
@@ -695,11 +777,11 @@ pub(crate) fn response(
     drop(wr);
     if failed {
         // The QP is in the error state: the WQEs not sent yet are flushed.
-        let _ = req::process_sq(dev, q, &mut sq);
+        let _ = req::process_sq(dev, q, &mut sq, req::Runner::Engine);
         return Ok(());
     }
     // The window moved: more of the SQ may go.
-    let _ = req::process_sq(dev, q, &mut sq);
+    let _ = req::process_sq(dev, q, &mut sq, req::Runner::Engine);
     if let Some(at) = resend_from {
         let _ = dev.worker().retry_at(dev.queue(), q, at);
     }
