@@ -62,7 +62,7 @@ if [ "$(cat "$tree/.git/srdma-base" 2>/dev/null)" != "$stamp" ] ||
 	tar -C "$tree.tmp" -xf "$tarball"
 	mv "$tree.tmp/linux-source-6.12" "$tree"
 	rmdir "$tree.tmp"
-	kver=$(make -s -C "$tree" kernelversion 2>/dev/null)
+	kver=$(make -s --no-print-directory -C "$tree" kernelversion 2>/dev/null)
 	g init -q -b series
 	echo "series: committing the base tree (v$kver)"
 	g add -A -f
@@ -78,7 +78,7 @@ if [ "$(cat "$tree/.git/srdma-base" 2>/dev/null)" != "$stamp" ] ||
 	g tag base
 	echo "$stamp" > "$tree/.git/srdma-base"
 fi
-kver=$(make -s -C "$tree" kernelversion 2>/dev/null)
+kver=$(make -s --no-print-directory -C "$tree" kernelversion 2>/dev/null)
 g checkout -q -f -B series base
 g clean -q -f -d -x
 
