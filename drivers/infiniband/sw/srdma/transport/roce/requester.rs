@@ -10,7 +10,7 @@
 //! send queue goes on while the oldest WQEs wait, up to a window of unacknowledged PSNs; a
 //! message longer than the window leaves as acknowledgments make room, the engine (most often
 //! the completer that took the acknowledgment) sending the next packets, so that no one run
-//! sends more than a window.
+//! sends more than a window of new packets.
 //!
 //! What goes wrong is handled as IBA 9.7 says: a PSN sequence error NAK sends again from the
 //! PSN it names, spending one of `retry_cnt` retries when it acknowledges nothing new (as rxe
@@ -333,19 +333,23 @@ impl WireReq {
 
     /// The PSNs sent and not acknowledged (a READ's count as sent with its request).
     fn outstanding(&self, q: &QpShared) -> u32 {
-        let Some(first) = self.inflight.first() else {
+        let Some(from) = self.unacked_from(q) else {
             return 0;
         };
-        let from = match self.acked {
-            Some(a) if !psn_before(a, first.first_psn) => a.wrapping_add(1) & PSN_MASK,
-            _ => first.first_psn,
-        };
-        let to = self.frontier(q);
-        if psn_before(to, from) {
-            0
-        } else {
-            to.wrapping_sub(from) & PSN_MASK
-        }
+        self.frontier(q).wrapping_sub(from) & PSN_MASK
+    }
+
+    /// The oldest PSN in flight that the responder has not acknowledged, if any is in flight.
+    /// The last acknowledgment counts only while it lies among the PSNs sent: once READ
+    /// responses or atomic acknowledgments (which do not move it) have retired the WQEs past
+    /// it, it is old, and after half the PSN space it would look newer than the frontier.
+    fn unacked_from(&self, q: &QpShared) -> Option<u32> {
+        let first = self.inflight.first()?.first_psn;
+        let sent = self.frontier(q).wrapping_sub(first) & PSN_MASK;
+        Some(match self.acked {
+            Some(a) if (a.wrapping_sub(first) & PSN_MASK) < sent => a.wrapping_add(1) & PSN_MASK,
+            _ => first,
+        })
     }
 
     /// Where the responder's answers have got to: WQEs in flight, the last PSN acknowledged,
@@ -1021,13 +1025,8 @@ pub(crate) fn on_timer(
         wr.deadline = Some(now.get() + RX_GRACE_NS);
         return false;
     }
-    let Some(first) = wr.inflight.first().map(|f| f.first_psn) else {
+    let Some(from) = wr.unacked_from(q) else {
         return false;
-    };
-    // From the oldest PSN not acknowledged.
-    let from = match wr.acked {
-        Some(a) if !psn_before(a, first) => a.wrapping_add(1) & PSN_MASK,
-        _ => first,
     };
     let cause = if wr.rnr_wait {
         Resend::Rnr
