@@ -75,8 +75,8 @@ pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
 pub(crate) enum Runner {
     /// A process's doorbell, in its syscall: it starts the WQEs behind what is in flight (and
     /// sends again what a timeout holds), and leaves the rest of a message that the window held
-    /// back to the engine, which an acknowledgment or the timer wakes: a process posting a queue of long messages would
-    /// otherwise send earlier ones, post after post.
+    /// back to the engine, which an acknowledgment or the timer wakes: a process posting a
+    /// queue of long messages would otherwise send earlier ones, post after post.
     Kick,
     /// The device's engine: the completer, the worker, the poller.
     Engine,
