@@ -129,6 +129,31 @@ static int connect_qp(struct ibv_qp *qp, struct end *e, struct end *peer, uint32
 					 IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/*
+ * An RC QP on r (*s) and one on d (*p), connected to each other: *s receives from rq_psn and
+ * sends from sq_psn, *p the other way round. On failure neither is left (both NULL), and errno
+ * is that of the step that failed.
+ */
+static int rc_pair(struct end *r, struct end *d, uint32_t rq_psn, uint32_t sq_psn,
+		   struct ibv_qp **s, struct ibv_qp **p)
+{
+	int err;
+
+	*s = rc_qp(r);
+	*p = rc_qp(d);
+	if (*s && *p && !connect_qp(*s, r, d, (*p)->qp_num, rq_psn, sq_psn, 14) &&
+	    !connect_qp(*p, d, r, (*s)->qp_num, sq_psn, rq_psn, 14))
+		return 0;
+	err = errno;
+	if (*s)
+		ibv_destroy_qp(*s);
+	if (*p)
+		ibv_destroy_qp(*p);
+	*s = *p = NULL;
+	errno = err;
+	return -1;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -234,11 +259,10 @@ static void transfer(struct end *r, struct ibv_qp *rq, struct end *d, struct ibv
 /* A message of each length in lens[0..n) each way, each opcode. */
 static void test_messages(const size_t *lens, unsigned int n)
 {
-	struct ibv_qp *s = rc_qp(&ends[0]), *p = rc_qp(&ends[1]);
 	enum ibv_wr_opcode ops[] = { IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ };
+	struct ibv_qp *s, *p;
 
-	if (!s || !p || connect_qp(s, &ends[0], &ends[1], p->qp_num, 100, 200, 14) ||
-	    connect_qp(p, &ends[1], &ends[0], s->qp_num, 200, 100, 14)) {
+	if (rc_pair(&ends[0], &ends[1], 100, 200, &s, &p)) {
 		result(0, "messages: an RC QP on each device, connected");
 		return;
 	}
@@ -252,6 +276,28 @@ static void test_messages(const size_t *lens, unsigned int n)
 }
 
 /*
+ * Posts, in one call from r's QP s, an RDMA WRITE of 1 MiB (wr_id 1), which fills the window,
+ * and one of 8 MiB (wr_id 2) behind it, both into d's receive half, and waits for the first to
+ * complete: the 8 MiB are then under way, sent by the engine as acknowledgments come back.
+ */
+static int post_long(struct ibv_qp *s, struct end *r, struct end *d)
+{
+	struct ibv_sge sa = { (uintptr_t)r->buf, 1 << 20, r->mr->lkey };
+	struct ibv_sge sb = { (uintptr_t)r->buf, BIG, r->mr->lkey };
+	struct ibv_send_wr b = { .wr_id = 2, .sg_list = &sb, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { (uintptr_t)(d->buf + BIG), d->mr->rkey } };
+	struct ibv_send_wr a = b, *bad;
+	struct ibv_wc wc = {};
+
+	a.wr_id = 1;
+	a.sg_list = &sa;
+	a.next = &b;
+	return !ibv_post_send(s, &a, &bad) && wait_wc(r, 1, WAIT_S, &wc, NULL) &&
+	       wc.status == IBV_WC_SUCCESS;
+}
+
+/*
  * A WQE posted while another context works through the send queue: srdma's completer sends an
  * 8 MiB RDMA WRITE, queued behind a 1 MiB one that filled the window, once the first is
  * acknowledged. A 1-byte WRITE posted meanwhile returns at once, not when the 8 MiB are out,
@@ -260,28 +306,16 @@ static void test_messages(const size_t *lens, unsigned int n)
 static void post_while_sending(void)
 {
 	struct end *r = &ends[0], *d = &ends[1];
-	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d);
-	struct ibv_sge sa = { (uintptr_t)r->buf, 1 << 20, r->mr->lkey };
-	struct ibv_sge sb = { (uintptr_t)r->buf, BIG, r->mr->lkey };
-	struct ibv_send_wr b = { .wr_id = 2, .sg_list = &sb, .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = { (uintptr_t)(d->buf + BIG), d->mr->rkey } };
-	struct ibv_send_wr a = b, *bad;
+	struct ibv_qp *s, *p;
 	struct ibv_wc wc = {};
 	double t0, posted = 0, rest = 0;
 	int ok;
 
-	if (!s || !p || connect_qp(s, r, d, p->qp_num, 100, 200, 14) ||
-	    connect_qp(p, d, r, s->qp_num, 200, 100, 14)) {
+	if (rc_pair(r, d, 100, 200, &s, &p)) {
 		result(0, "post while sending: an RC QP on each device, connected");
 		return;
 	}
-	a.wr_id = 1;
-	a.sg_list = &sa;
-	a.next = &b;
-	/* One post: the 8 MiB wait for the window, which the first 1 MiB fill. */
-	ok = !ibv_post_send(s, &a, &bad) && wait_wc(r, 1, WAIT_S, &wc, NULL) &&
-	     wc.status == IBV_WC_SUCCESS;
+	ok = post_long(s, r, d);
 	t0 = now();
 	ok = ok && !post_send(s, r, IBV_WR_RDMA_WRITE, 3, r->buf, 1, (uintptr_t)(d->buf + BIG),
 			      d->mr->rkey, IBV_SEND_SIGNALED);
@@ -304,29 +338,20 @@ static void post_while_sending(void)
 static void short_beside_long(void)
 {
 	struct end *r = &ends[0], *d = &ends[1];
-	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d), *s2 = rc_qp(r), *p2 = rc_qp(d);
-	struct ibv_sge sa = { (uintptr_t)r->buf, 1 << 20, r->mr->lkey };
-	struct ibv_sge sb = { (uintptr_t)r->buf, BIG, r->mr->lkey };
-	struct ibv_send_wr b = { .wr_id = 2, .sg_list = &sb, .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-				 .wr.rdma = { (uintptr_t)(d->buf + BIG), d->mr->rkey } };
-	struct ibv_send_wr a = b, *bad;
+	struct ibv_qp *s, *p, *s2, *p2;
 	struct ibv_wc wc = {};
 	double t0, end, small = 0, big = 0;
 	int ok, bad_wc = 0;
 
-	if (!s || !p || !s2 || !p2 || connect_qp(s, r, d, p->qp_num, 100, 200, 14) ||
-	    connect_qp(p, d, r, s->qp_num, 200, 100, 14) ||
-	    connect_qp(s2, r, d, p2->qp_num, 300, 400, 14) ||
-	    connect_qp(p2, d, r, s2->qp_num, 400, 300, 14)) {
+	if (rc_pair(r, d, 100, 200, &s, &p) || rc_pair(r, d, 300, 400, &s2, &p2)) {
 		result(0, "short beside long: two RC QPs on each device, connected");
+		if (s) {
+			ibv_destroy_qp(s);
+			ibv_destroy_qp(p);
+		}
 		return;
 	}
-	a.wr_id = 1;
-	a.sg_list = &sa;
-	a.next = &b;
-	ok = !ibv_post_send(s, &a, &bad) && wait_wc(r, 1, WAIT_S, &wc, NULL) &&
-	     wc.status == IBV_WC_SUCCESS;
+	ok = post_long(s, r, d);
 	t0 = now();
 	ok = ok && !post_send(s2, r, IBV_WR_RDMA_WRITE, 3, r->buf, 1, (uintptr_t)(d->buf + BIG),
 			      d->mr->rkey, IBV_SEND_SIGNALED);
@@ -490,12 +515,11 @@ static void reuse_after_reset(void)
 static void destroy_in_flight(void)
 {
 	struct end *s = &ends[0], *p = &ends[1];
-	struct ibv_qp *sq = rc_qp(s), *pq = rc_qp(p);
+	struct ibv_qp *sq, *pq;
 	struct ibv_wc wc;
 	int ok = 1, n = 0;
 
-	if (!sq || !pq || connect_qp(sq, s, p, pq->qp_num, 1, 2, 14) ||
-	    connect_qp(pq, p, s, sq->qp_num, 2, 1, 14)) {
+	if (rc_pair(s, p, 1, 2, &sq, &pq)) {
 		result(0, "destroy: an RC QP on each device, connected");
 		return;
 	}
@@ -511,10 +535,7 @@ static void destroy_in_flight(void)
 		n++;
 	result(n == 0, "destroy: no completion of the destroyed QP appears (%d)", n);
 	ibv_destroy_qp(pq);
-	sq = rc_qp(s);
-	pq = rc_qp(p);
-	if (!sq || !pq || connect_qp(sq, s, p, pq->qp_num, 5, 6, 14) ||
-	    connect_qp(pq, p, s, sq->qp_num, 6, 5, 14)) {
+	if (rc_pair(s, p, 5, 6, &sq, &pq)) {
 		result(0, "destroy: a new pair connected afterwards");
 		return;
 	}
@@ -710,18 +731,20 @@ static void atomic_write_both_ways(int lossy, int peer_rxe)
 static void rnr_waits(void)
 {
 	struct end *r = &ends[0], *d = &ends[1];
-	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d);
 	struct ibv_qp_attr a = { .min_rnr_timer = RNR_TIMER };
+	struct ibv_qp *s, *p;
 	char *src = r->buf, *dst = d->buf + BIG;
 	int ok, sent = 0, recvd = 0, bad = 0;
 	long long rnr0, rnrs;
 	double t0, waited, end;
 
-	if (!s || !p || connect_qp(s, r, d, p->qp_num, 700, 800, 14) ||
-	    connect_qp(p, d, r, s->qp_num, 800, 700, 14) ||
-	    ibv_modify_qp(p, &a, IBV_QP_MIN_RNR_TIMER)) {
+	if (rc_pair(r, d, 700, 800, &s, &p)) {
 		result(0, "RNR: an RC QP on each device, connected (%s)", strerror(errno));
 		return;
+	}
+	if (ibv_modify_qp(p, &a, IBV_QP_MIN_RNR_TIMER)) {
+		result(0, "RNR: the peer's RNR timer set (%s)", strerror(errno));
+		goto out;
 	}
 	fill(src, RNR_N * 64);
 	memset(dst, 0, RNR_N * 64);
@@ -754,6 +777,7 @@ static void rnr_waits(void)
 	result(ok && sent == RNR_N && recvd == RNR_N && !bad,
 	       "%s -> %s: once receives are posted, the %d SENDs land in order (%d sent, %d received, %d bad)",
 	       r->name, d->name, RNR_N, sent, recvd, bad);
+out:
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
 }
@@ -767,8 +791,8 @@ static void rnr_waits(void)
 static void rnr_write_imm(unsigned int len)
 {
 	struct end *r = &ends[1], *d = &ends[0];
-	struct ibv_qp *s = rc_qp(r), *p = rc_qp(d);
 	struct ibv_qp_attr a = { .min_rnr_timer = RNR_TIMER };
+	struct ibv_qp *s, *p;
 	struct ibv_sge sge = { (uintptr_t)r->buf, len, r->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 700, .sg_list = &sge, .num_sge = len ? 1 : 0,
 				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
@@ -778,11 +802,13 @@ static void rnr_write_imm(unsigned int len)
 	struct ibv_wc ws = { 0 }, wr_ = { 0 };
 	int sent, recvd;
 
-	if (!s || !p || connect_qp(s, r, d, p->qp_num, 900, 1000, 14) ||
-	    connect_qp(p, d, r, s->qp_num, 1000, 900, 14) ||
-	    ibv_modify_qp(p, &a, IBV_QP_MIN_RNR_TIMER)) {
+	if (rc_pair(r, d, 900, 1000, &s, &p)) {
 		result(0, "RNR: an RC QP on each device, connected (%s)", strerror(errno));
 		return;
+	}
+	if (ibv_modify_qp(p, &a, IBV_QP_MIN_RNR_TIMER)) {
+		result(0, "RNR: the peer's RNR timer set (%s)", strerror(errno));
+		goto out;
 	}
 	fill(r->buf, 4096);
 	memset(d->buf + BIG, 0, 4096);
@@ -797,6 +823,7 @@ static void rnr_write_imm(unsigned int len)
 	       "%s -> %s: an RDMA WRITE with immediate of %u bytes waits out the RNR NAK of its last packet and lands (WRITE %d, receive %d, %u bytes)",
 	       r->name, d->name, len, sent ? (int)ws.status : -1, recvd ? (int)wr_.status : -1,
 	       wr_.byte_len);
+out:
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
 }
@@ -809,10 +836,9 @@ static void rnr_write_imm(unsigned int len)
  */
 static void long_read(void)
 {
-	struct ibv_qp *s = rc_qp(&ends[0]), *p = rc_qp(&ends[1]);
+	struct ibv_qp *s, *p;
 
-	if (!s || !p || connect_qp(s, &ends[0], &ends[1], p->qp_num, 100, 200, 14) ||
-	    connect_qp(p, &ends[1], &ends[0], s->qp_num, 200, 100, 14)) {
+	if (rc_pair(&ends[0], &ends[1], 100, 200, &s, &p)) {
 		result(0, "long READ: an RC QP on each device, connected");
 		return;
 	}
