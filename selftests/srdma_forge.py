@@ -90,6 +90,15 @@ Prints "NAME ANSWERS" for the honest ones ("aw", "aw_dup", "read_back" with the 
 each answer "OPCODE/PSN/SYNDROME" in hex (the syndrome "ack" for any ACK, "-" for no answer),
 then "aw_end MEMORY STATE" (the target's first 16 bytes in hex and its QP state at the end);
 and "NAME ANSWERS MEMORY STATE" for each forged one.
+
+    srdma_forge.py unsent SRC_IP DST_IP TARGET_COMMAND...
+
+has the target send one SEND of 1 MiB (1024 packets at its path MTU of 1024), more than its
+window lets go before an acknowledgment, and, before acknowledging anything, sends an ACK of
+the SEND's last PSN, one the target has not sent yet; then answers as a real responder does
+(an ACK of all that arrived in order whenever a packet asks for one, or nothing came for half
+a second). Prints "held N" (the packets that came before the forged ACK), "all N" (the distinct
+PSNs that came in all, at most 1024), then the target's "send ..." line and last line.
 """
 import select
 import socket
@@ -100,7 +109,7 @@ import time
 import zlib
 
 TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write", "abandon", "closed", "seqnak",
-                "uc")
+                "uc", "unsent")
 MODE = (
     sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 )
@@ -534,6 +543,63 @@ def seqnak_main():
     print(out[-1] if out else "target printed nothing", flush=True)
 
 
+def unsent_main():
+    target = Target()
+    raw, rx = raw_sockets()
+    # A window of packets at once: more than the default buffer of a raw socket holds.
+    # (SO_RCVBUFFORCE, 33 on Linux, which Python's socket module does not name.)
+    rx.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)
+    packets = 1024
+    target.proc.stdin.write("send 1 %d\n" % (packets * 1024))
+    target.proc.stdin.flush()
+    got = requests(rx, 10, RC_SEND_FIRST, 1)
+    if not got:
+        print("held -", flush=True)
+        target.proc.kill()
+        return
+    first = got[0][0]
+    seen = {0}
+
+    def take(secs):
+        """The next packet of the SEND, if one comes within secs: (whether its PSN is new,
+        whether it asks for an acknowledgment); None for no packet."""
+        for _op, _flags, psn, t in arrivals(rx, secs):
+            offset = (psn - first) & 0xFFFFFF
+            new = offset not in seen
+            seen.add(offset)
+            return new, bool(t[8] & 0x80)
+        return None
+
+    def ack():
+        """An ACK of the packets that came in order, MSN 1 once the SEND is whole; whether
+        it is."""
+        in_order = 0
+        while in_order + 1 in seen:
+            in_order += 1
+        aeth = 0x1F000001 if in_order == packets - 1 else 0x1F000000
+        send(raw, bth(RC_ACK, target.qpn, first + in_order, 0, ack_req=False) +
+             struct.pack("!I", aeth))
+        return in_order == packets - 1
+
+    # What the window lets go: until a packet comes again (the target's timer) or none comes.
+    while (got := take(0.15)) is not None and got[0]:
+        pass
+    print("held", len(seen), flush=True)
+    # An ACK of the last PSN of the message, which the target has not sent.
+    send(raw, bth(RC_ACK, target.qpn, first + packets - 1, 0, ack_req=False) +
+         struct.pack("!I", 0x1F000001))
+    end = time.time() + 30
+    whole = ack()
+    while not whole and time.time() < end:
+        got = take(0.5)
+        if got is None or got[1]:
+            whole = ack()
+    print("all", len(seen), flush=True)
+    print(target.proc.stdout.readline().strip() or "send -", flush=True)
+    out = target.finish()
+    print(out[-1] if out else "target printed nothing", flush=True)
+
+
 def main():
     before = sent_pkts()
     conn, qpn, psn = exchange()
@@ -615,5 +681,7 @@ elif MODE == "seqnak":
     seqnak_main()
 elif MODE == "uc":
     uc_main()
+elif MODE == "unsent":
+    unsent_main()
 else:
     main()

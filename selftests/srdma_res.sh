@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # What srdma shows of its objects in `rdma resource show qp|cq|mr -dd` (the driver's details),
 # for the QP, CQ and MR of selftests/srdma_target.c, whose values the test knows: a connected
-# RC QP expecting PSN 0x1000 with nothing posted, a CQ of 4 entries, an MR of 16 pages. Once
+# RC QP expecting PSN 0x1000 with nothing posted, a CQ of 4 entries, an MR of 256 pages. Once
 # with the device's doorbell in kick mode, once in poll mode.
 
 . "$(dirname "$0")/lib.sh"
@@ -59,7 +59,7 @@ for mode in kick poll; do
 
 	mr=$(shown mr "$target_PID")
 	check_eq "$mode: rdma res -dd shows the MR" user "$(field drv_memory "$mr")"
-	check_eq "$mode: MR pages" 16 "$(field drv_pages "$mr")"
+	check_eq "$mode: MR pages" 256 "$(field drv_pages "$mr")"
 	check_eq "$mode: MR key byte is the rkey's" $((16#$rkey & 0xff)) \
 		"$(field drv_key_byte "$mr")"
 

@@ -40,7 +40,7 @@
 
 #include "srdma_tap.h"
 
-#define SIZE 65536
+#define SIZE (1024 * 1024)
 #define MAX_SENDS 4
 
 static int die(const char *what)

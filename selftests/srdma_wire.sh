@@ -281,6 +281,23 @@ if prog srdma_target; then
 		"$(answer send)"
 	check_eq "its QP is in the error state" "6" "$(answer state)"
 
+	# An ACK of a PSN the requester has not sent yet: a SEND of 1024 packets, more than the
+	# window lets go unacknowledged, and an ACK of its last PSN before anything else. The ACK
+	# answers nothing sent and is dropped (one rx_not_ours); the SEND completes only once all
+	# its packets went and the peer acknowledged them.
+	not_ours0=$(counter rx_not_ours)
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" unsent "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	[ -n "$(answer send)" ] || diag "forger: $(cat "$out_f")"
+	held=$(answer held)
+	check "the window held part of the SEND back ($held of 1024 packets sent)" \
+		awk -v n="$held" 'BEGIN { exit !(n > 0 && n < 1024) }'
+	check_eq "after a forged ACK of its last PSN, every packet of the SEND still went" 1024 \
+		"$(answer all)"
+	check_eq "the SEND completes" "0:success" "$(answer send)"
+	check_eq "the forged ACK counted as not ours" 1 $(($(counter rx_not_ours) - not_ours0))
+	check_eq "the QP stays in RTS" "3" "$(answer state)"
+
 	# What the QP's own attributes refuse, whatever the memory's key allows: zero-length
 	# WRITEs and READs to a QP without remote access (no key to check, but the QP's rights
 	# still hold, as rxe and loopback check them), a READ to a QP with max_dest_rd_atomic 0,
