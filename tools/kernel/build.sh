@@ -73,17 +73,20 @@ if ! diff -rq "$patches" "$applied" >/dev/null 2>&1; then
 	cp -r "$patches" "$applied"
 fi
 
-# 3. Overlay our tree; -a keeps mtimes so unchanged files are not rebuilt.
-rsync -a --checksum "$top/rust/" "$src/rust/"
-rsync -a --checksum "$top/drivers/" "$src/drivers/"
-rsync -a --checksum "$top/include/" "$src/include/"
-rsync -a --checksum "$top/Documentation/" "$src/Documentation/"
+# 3. Overlay our tree. --checksum leaves a file whose content is unchanged alone, so it is not
+# rebuilt; a changed one is written with the time of the copy, not its own: a file edited while
+# a build ran is older than the objects that build made from its earlier content.
+rsync -a --no-times --checksum "$top/rust/" "$src/rust/"
+rsync -a --no-times --checksum "$top/drivers/" "$src/drivers/"
+rsync -a --no-times --checksum "$top/include/" "$src/include/"
+rsync -a --no-times --checksum "$top/Documentation/" "$src/Documentation/"
 # The top-level Kconfig holds all of srdma's symbols (abstractions and driver); the tree has it
 # as the driver's Kconfig, which the hooks source from drivers/infiniband/Kconfig.
-rsync -a --checksum "$top/Kconfig" "$src/drivers/infiniband/sw/srdma/Kconfig"
+rsync -a --no-times --checksum "$top/Kconfig" "$src/drivers/infiniband/sw/srdma/Kconfig"
 # The kselftests, where the kernel's selftests Makefile finds TARGETS=drivers/infiniband/srdma.
 mkdir -p "$src/tools/testing/selftests/drivers/infiniband/srdma"
-rsync -a --checksum "$top/selftests/" "$src/tools/testing/selftests/drivers/infiniband/srdma/"
+rsync -a --no-times --checksum "$top/selftests/" \
+	"$src/tools/testing/selftests/drivers/infiniband/srdma/"
 
 kmake=(make -C "$src" O="$build" LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 	BINDGEN="$tools/bin/bindgen" CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt
