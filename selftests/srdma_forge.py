@@ -38,6 +38,15 @@ does the same up to the pause, then sends the first response again and again and
 else; prints "stale SECONDS" (how long until the target gave up, at most 50), then the
 target's lines as above.
 
+    srdma_forge.py gap SRC_IP DST_IP TARGET_COMMAND...
+
+answers READs of the target as a responder does whose responses the network loses, each
+time long before the target's timer (268 ms) could run out: a READ of 16 KiB with its sixth
+response lost, and two READs of 2 KiB of which every response to the first is lost. Prints,
+for each, the READ requests the target sent within 0.2 s of the responses after the loss
+("gap PSN,PSN,..." and "later PSN,PSN,...", relative to its first request, "-" for none)
+and, after answering those, the target's "read ..." line; then the target's last line.
+
     srdma_forge.py rnr SRC_IP DST_IP TARGET_COMMAND...
 
 has the target send two SENDs and answers as a responder without a receive for the second
@@ -81,6 +90,14 @@ has the target send one SEND and answers every copy of it with a PSN sequence er
 names it, as a broken or hostile responder could for ever. Prints "copies N" (how many copies
 came, at most 30), then the target's "send ..." line and last line.
 
+    srdma_forge.py nakack SRC_IP DST_IP TARGET_COMMAND...
+
+has the target send one SEND of 4 KiB (four packets) and answers its first copy with a PSN
+sequence error NAK that names the third packet, which acknowledges the two before it; then
+stays silent until the target's timer has sent the SEND again, and acknowledges it. Prints
+"resent PSN,PSN,..." (the packets that came after the NAK until the last one had come twice,
+relative to the first), then the target's "send ..." line and last line.
+
     srdma_forge.py atomic_write SRC_IP DST_IP TARGET_COMMAND...
 
 sends RDMA ATOMIC WRITEs to targets run with TARGET_COMMAND: an honest one, its duplicate with
@@ -108,8 +125,8 @@ import sys
 import time
 import zlib
 
-TARGET_MODES = ("read", "replay", "stale", "rnr", "atomic_write", "abandon", "closed", "seqnak",
-                "uc", "unsent")
+TARGET_MODES = ("read", "replay", "stale", "gap", "rnr", "atomic_write", "abandon", "closed",
+                "seqnak", "nakack", "uc", "unsent")
 MODE = (
     sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 )
@@ -126,7 +143,7 @@ RC_SEND_FIRST = 0x00
 RC_WRITE_ONLY_IMM = 0x0B
 UC_SEND_FIRST, UC_SEND_MIDDLE, UC_SEND_ONLY = 0x20, 0x21, 0x24
 RC_ATOMIC_WRITE = 0x1D
-RC_READ_FIRST, RC_READ_MIDDLE, RC_READ_LAST = 0x0D, 0x0E, 0x0F
+RC_READ_FIRST, RC_READ_MIDDLE, RC_READ_LAST, RC_READ_ONLY = 0x0D, 0x0E, 0x0F, 0x10
 READ_RESPONSES = range(0x0D, 0x11)
 # What a requester may get back: READ responses, ACK (or NAK), ATOMIC ACKNOWLEDGE.
 ANSWERS = range(0x0D, 0x13)
@@ -407,6 +424,66 @@ def replay_main():
     print(out[-1] if out else "target printed nothing", flush=True)
 
 
+def gap_main():
+    target = Target()
+    raw, rx = raw_sockets()
+    mtu = 1024
+    memory = bytes((i * 7) & 0xFF for i in range(16 * mtu))
+    va, rkey = 0x7F0000000000, 0x4242
+
+    def respond(first, at, i, n):
+        """Response i of the n to the READ of PSN `first`, which reads our memory at `at`."""
+        if n == 1:
+            opcode = RC_READ_ONLY
+        else:
+            opcode = RC_READ_FIRST if i == 0 else RC_READ_LAST if i == n - 1 else RC_READ_MIDDLE
+        t = bth(opcode, target.qpn, first + i, mtu, ack_req=False)
+        if opcode != RC_READ_MIDDLE:
+            t += struct.pack("!I", 0x1F000000)  # AETH: ACK
+        send(raw, t + memory[at + i * mtu:at + (i + 1) * mtu])
+
+    def reads(name, n, length):
+        """Has the target post n READs of `length`; their first PSN, None if they did not
+        all come."""
+        target.proc.stdin.write("read %x %x %x %d\n" % (va, rkey, length, n))
+        target.proc.stdin.flush()
+        got = requests(rx, 10, RC_READ_REQUEST, n)
+        if len(got) == n:
+            return got[0][0]
+        print(name, "-", flush=True)
+        target.proc.kill()
+        return None
+
+    def asked_again(name, p):
+        # Well within the target's timer, which each response to its READ holds off.
+        again = requests(rx, 0.2, RC_READ_REQUEST)
+        print(name, ",".join("%d" % ((q - p) & 0xFFFFFF) for q, *_ in again) or "-", flush=True)
+
+    # One READ of 16 responses; the sixth is lost, the four after it arrive.
+    p = reads("gap", 1, 16 * mtu)
+    if p is None:
+        return
+    for i in (0, 1, 2, 3, 4, 6, 7, 8, 9):
+        respond(p, 0, i, 16)
+    asked_again("gap", p)
+    for i in range(5, 16):
+        respond(p, 0, i, 16)
+    print(target.proc.stdout.readline().strip() or "read - -", flush=True)
+    # Two READs of two responses each; those to the first are lost, those to the second arrive.
+    p = reads("later", 2, 2 * mtu)
+    if p is None:
+        return
+    for i in range(2):
+        respond(p + 2, 2 * mtu, i, 2)
+    asked_again("later", p)
+    for first, at in ((p, 0), (p + 2, 2 * mtu)):
+        for i in range(2):
+            respond(first, at, i, 2)
+    print(target.proc.stdout.readline().strip() or "read - -", flush=True)
+    out = target.finish()
+    print(out[-1] if out else "target printed nothing", flush=True)
+
+
 def rnr_main():
     target = Target()
     raw, rx = raw_sockets()
@@ -543,6 +620,39 @@ def seqnak_main():
     print(out[-1] if out else "target printed nothing", flush=True)
 
 
+def nakack_main():
+    target = Target()
+    raw, rx = raw_sockets()
+    target.proc.stdin.write("send 1 4096\n")
+    target.proc.stdin.flush()
+    got = requests(rx, 10, RC_SEND_FIRST, 1)
+    if not got:
+        print("resent -", flush=True)
+        target.proc.kill()
+        return
+    p = got[0][0]
+
+    def until_last(times, secs):
+        """The SEND's packets (PSNs relative to its first) until its last came `times` times
+        or secs passed."""
+        seen = []
+        for _op, _flags, psn, _t in arrivals(rx, secs):
+            seen.append((psn - p) & 0xFFFFFF)
+            if seen.count(3) == times:
+                break
+        return seen
+
+    until_last(1, 2)
+    # A sequence NAK of the third packet: the two before it arrived.
+    send(raw, bth(RC_ACK, target.qpn, p + 2, 0, ack_req=False) + struct.pack("!I", 0x60000000))
+    # What the NAK sends again, then what the timer (268 ms) does.
+    print("resent", ",".join("%d" % i for i in until_last(2, 3)) or "-", flush=True)
+    send(raw, bth(RC_ACK, target.qpn, p + 3, 0, ack_req=False) + struct.pack("!I", 0x1F000001))
+    print(target.proc.stdout.readline().strip() or "send -", flush=True)
+    out = target.finish()
+    print(out[-1] if out else "target printed nothing", flush=True)
+
+
 def unsent_main():
     target = Target()
     raw, rx = raw_sockets()
@@ -669,6 +779,8 @@ if MODE == "read":
     read_main()
 elif MODE in ("replay", "stale"):
     replay_main()
+elif MODE == "gap":
+    gap_main()
 elif MODE == "rnr":
     rnr_main()
 elif MODE == "atomic_write":
@@ -679,6 +791,8 @@ elif MODE == "closed":
     closed_main()
 elif MODE == "seqnak":
     seqnak_main()
+elif MODE == "nakack":
+    nakack_main()
 elif MODE == "uc":
     uc_main()
 elif MODE == "unsent":

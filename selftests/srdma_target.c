@@ -9,11 +9,13 @@
  * 16 bytes of the memory as "memory HEX" and the QP's state as "state N" (IBV_QPS_*), so that
  * the peer sees what it wrote and whether what it sent failed the QP.
  *
- * A line "read VA RKEY LEN" (hex) before that makes the QP the requester (timeout 268 ms,
- * retry_cnt 7): it reads LEN bytes (at most SIZE) of the peer's memory at VA into its own,
- * waits for the completion (at most 60 s) and prints "read STATUS BYTES", STATUS being
- * ibv_wc_status_str()'s and BYTES "intact" when they are the pattern above (the peer's memory
- * holds it too) or "wrong".
+ * A line "read VA RKEY LEN [N]" (hex) before that makes the QP the requester (timeout 268 ms,
+ * retry_cnt 7, max_rd_atomic 4): it posts N READs (1 if not given, at most MAX_SENDS) of LEN
+ * bytes each (N times LEN at most SIZE), the k-th from the peer's memory at VA + k * LEN into
+ * its own at k * LEN, waits for their completions (at most 60 s) and prints "read
+ * STATUS,STATUS,... BYTES", each STATUS ibv_wc_status_str()'s ("none" for one that did not
+ * come), in the order they came, and BYTES "intact" when the memory read holds the pattern
+ * above (the peer's memory holds it too) or "wrong".
  *
  * A line "send N LEN" (N at most MAX_SENDS, LEN at most SIZE) posts N signaled SENDs of LEN
  * bytes at once, waits for their completions (at most 60 s) and prints them in the order they
@@ -49,32 +51,44 @@ static int die(const char *what)
 	return 1;
 }
 
-/* Reads the peer's memory into buf as "read VA RKEY LEN" in `line` says and prints how it went. */
+/* Reads the peer's memory into buf as "read VA RKEY LEN [N]" in `line` says and prints how it
+ * went.
+ */
 static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, const char *line)
 {
 	unsigned long long va;
-	unsigned int rkey, len;
-	struct ibv_wc wc = { .status = IBV_WC_GENERAL_ERR };
+	unsigned int rkey, len, n = 1, done = 0;
+	struct ibv_wc wc;
 	time_t end = time(NULL) + 60;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	int n = 0, intact = 1;
+	int intact = 1;
 
-	if (sscanf(line, "read %llx %x %x", &va, &rkey, &len) != 3 || len > SIZE)
+	if (sscanf(line, "read %llx %x %x %u", &va, &rkey, &len, &n) < 3 || !n || n > MAX_SENDS ||
+	    len > SIZE / n)
 		return die("reading the read command");
-	memset(buf, 0, len);
-	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey };
-	wr.wr.rdma.remote_addr = va;
-	wr.wr.rdma.rkey = rkey;
-	if (ibv_post_send(qp, &wr, &bad))
-		return die("posting the READ");
-	while (!n && time(NULL) < end)
-		n = ibv_poll_cq(qp->send_cq, 1, &wc);
-	for (unsigned int i = 0; i < len; i++)
+	memset(buf, 0, (size_t)len * n);
+	for (unsigned int k = 0; k < n; k++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)(buf + (size_t)k * len), .length = len,
+				       .lkey = mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = k, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_READ,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.rdma.remote_addr = va + (unsigned long long)k * len;
+		wr.wr.rdma.rkey = rkey;
+		if (ibv_post_send(qp, &wr, &bad))
+			return die("posting a READ");
+	}
+	printf("read ");
+	while (done < n && time(NULL) < end) {
+		if (ibv_poll_cq(qp->send_cq, 1, &wc) != 1)
+			continue;
+		printf("%s%s", done++ ? "," : "", ibv_wc_status_str(wc.status));
+	}
+	for (; done < n; done++)
+		printf("%snone", done ? "," : "");
+	for (size_t i = 0; i < (size_t)len * n; i++)
 		intact &= buf[i] == (unsigned char)(i * 7);
-	printf("read %s %s\n", n == 1 ? ibv_wc_status_str(wc.status) : "none",
-	       intact ? "intact" : "wrong");
+	printf(" %s\n", intact ? "intact" : "wrong");
 	fflush(stdout);
 	return 0;
 }
@@ -250,7 +264,7 @@ int main(int argc, char **argv)
 				      (uc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
 		return die("RTR");
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 16, .retry_cnt = 7,
-				  .rnr_retry = 7, .max_rd_atomic = 1 };
+				  .rnr_retry = 7, .max_rd_atomic = 4 };
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 				      (uc ? 0 : IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 						IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)))

@@ -256,6 +256,39 @@ if prog srdma_target; then
 		"$(answer read)"
 	check_eq "its QP is in the error state" "6" "$(answer state)"
 
+	# A READ response lost on the way, seen by a later response coming first (IBA's implied
+	# NAK; srdma_forge.py gap): the READ is asked again at once from the missing response,
+	# once, not after the timer (268 ms), and the requests behind it go again with it.
+	imp0=$(counter implied_nak_seq_err) rt0=$(counter local_ack_timeout_err)
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" gap "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	[ -n "$(answer gap)" ] || diag "forger: $(cat "$out_f")"
+	check_eq "a READ whose sixth response is lost: asked again at once, from it" 5 \
+		"$(answer gap)"
+	check_eq "... and completes" "success intact" "$(awk '$1 == "read"' "$out_f" |
+		sed -n '1s/^read //p')"
+	check_eq "two READs whose first's responses are lost: both asked again at once" 0,2 \
+		"$(answer later)"
+	check_eq "... and complete" "success,success intact" "$(awk '$1 == "read"' "$out_f" |
+		sed -n '2s/^read //p')"
+	check_eq "each loss counted once (implied_nak_seq_err)" 2 \
+		$(($(counter implied_nak_seq_err) - imp0))
+	check_eq "no timeout (local_ack_timeout_err)" 0 $(($(counter local_ack_timeout_err) - rt0))
+	check_eq "the QP stays in RTS" "3" "$(answer state)"
+
+	# A sequence NAK acknowledges the packets before the one it names: when the timer sends
+	# the message again later, it sends only from there (srdma_forge.py nakack).
+	sq0=$(counter packet_seq_err) rt0=$(counter local_ack_timeout_err)
+	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" nakack "$FORGE_IP" "$SRDMA_IP" \
+		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+	[ -n "$(answer send)" ] || diag "forger: $(cat "$out_f")"
+	check_eq "a SEND NAKed at its third packet: sent again from it, then on the timeout too" \
+		2,3,2,3 "$(answer resent)"
+	check_eq "it completes once acknowledged" "0:success" "$(answer send)"
+	check_eq "one NAK and one timeout counted" "1 1" \
+		"$(($(counter packet_seq_err) - sq0)) $(($(counter local_ack_timeout_err) - rt0))"
+	check_eq "the QP stays in RTS" "3" "$(answer state)"
+
 	# An RNR NAK that also acknowledges the SEND before the refused one (its ACK was lost):
 	# the first completes, the refused one goes again when the NAK's timer (10.24 ms) says,
 	# not when the transport timer (268 ms) would, and alone.

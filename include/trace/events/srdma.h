@@ -173,7 +173,8 @@ TRACE_EVENT(srdma_retransmit,
 	),
 	TP_printk("qpn=%u psn=%u cause=%s", __entry->qpn, __entry->psn,
 		  __print_symbolic(__entry->cause,
-		  { 0, "timeout" }, { 1, "nak_seq" }, { 2, "rnr" }))
+		  { 0, "timeout" }, { 1, "nak_seq" }, { 2, "rnr" },
+		  { 3, "implied_nak" }))
 );
 
 #endif /* _TRACE_SRDMA_H */

@@ -127,6 +127,9 @@ counters! {
     LocalAckTimeoutErr => "local_ack_timeout_err",
     /// PSN sequence error NAKs received by RC requesters.
     PacketSeqErr => "packet_seq_err",
+    /// Times an RC requester took a response to a later PSN than the one its oldest READ or
+    /// atomic waits for as the sign that the response was lost, and asked again at once.
+    ImpliedNakSeqErr => "implied_nak_seq_err",
 }
 
 /// A block of counters with one writer at a time: the holder of the lock that owns the block

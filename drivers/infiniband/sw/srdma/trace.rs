@@ -38,4 +38,6 @@ pub(crate) enum Resend {
     NakSeq = 1,
     /// The responder's RNR wait ran out.
     Rnr = 2,
+    /// A response to a later PSN showed that a READ's or atomic's response was lost.
+    ImpliedNak = 3,
 }

@@ -102,6 +102,9 @@ struct InFlight {
     asked: u32,
     /// A READ: the responses that arrived and did not move `next_psn` on.
     unmoved: u32,
+    /// A READ or atomic: the PSN it was last asked again from because a response to a later
+    /// PSN came first (see [`implied_nak`]).
+    reasked: Option<u32>,
 }
 
 impl InFlight {
@@ -116,6 +119,15 @@ impl InFlight {
             self.out,
             Some(Outgoing::Read { .. } | Outgoing::Atomic { .. })
         )
+    }
+
+    /// The PSN a READ or atomic waits for a response to; `None` for what an ACK completes.
+    fn awaited(&self) -> Option<u32> {
+        match self.out {
+            Some(Outgoing::Read { .. }) => Some(self.next_psn),
+            Some(Outgoing::Atomic { .. }) => Some(self.first_psn),
+            _ => None,
+        }
     }
 
     /// Whether it takes one of the responder's resources (`max_rd_atomic` of them at once).
@@ -616,6 +628,7 @@ pub(crate) fn start(
         next_psn: first_psn,
         asked: 1,
         unmoved: 0,
+        reasked: None,
     };
     if send_packets(dev, q, &ends, &f, first_psn, pmtu, wqe.solicited).is_err() {
         // Not even out of the host: sent again on the timeout like a lost packet.
@@ -647,6 +660,7 @@ pub(crate) fn done_in_turn(wr: &mut WireReq, wqe: &SendWqe, status: WcStatus) ->
         next_psn: psn,
         asked: 0,
         unmoved: 0,
+        reasked: None,
     })
 }
 
@@ -765,6 +779,9 @@ pub(crate) fn response(
     }
     let before = wr.progress();
     let failed = complete(dev, q, &attr, &mut sq.ci, &mut wr, pkt, now);
+    if !failed && !is_nak(pkt) {
+        implied_nak(dev, q, &attr, &mut wr, psn);
+    }
     if wr.progress() != before {
         // Progress (a long READ's responses included): the timer starts again, with all its
         // retries; an RNR NAK that acknowledged what came before the refused request keeps
@@ -790,6 +807,36 @@ pub(crate) fn response(
         let _ = dev.worker().retry_at(dev.queue(), q, at);
     }
     Ok(())
+}
+
+/// Whether `pkt` is an RNR or other NAK, which says itself what goes again and when.
+fn is_nak(pkt: &Packet<'_>) -> bool {
+    pkt.headers.bth.opcode.operation() == Operation::Acknowledge
+        && pkt.headers.aeth.is_some_and(|a| a.syndrome >> 5 != 0)
+}
+
+/// Asks the oldest WQE, a READ or atomic, again at once (go-back-N from the PSN it waits for)
+/// when a response to a later PSN, `psn`, came first: a responder answers requests in order,
+/// so the response it waits for was lost (IBA's implied NAK), and the timer would find that
+/// out only after its timeout. Once for each PSN it waits for: the responses still on their
+/// way behind the lost one are not each a reason to ask again; the first response of the
+/// request sent again moves the PSN it waits for, and a later loss asks once more.
+fn implied_nak(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireReq, psn: u32) {
+    let Some(f) = wr.inflight.first_mut() else {
+        return;
+    };
+    let Some(awaited) = f.awaited() else {
+        return;
+    };
+    // An RNR NAK holds the queue (the refused request goes when its timer says, the READ
+    // with it).
+    if wr.rnr_wait || !psn_before(awaited, psn) || f.reasked == Some(awaited) {
+        return;
+    }
+    f.reasked = Some(awaited);
+    q.counters.send.inc(Counter::ImpliedNakSeqErr);
+    trace::srdma_retransmit(q.qpn, awaited, Resend::ImpliedNak as u32);
+    resend(dev, q, attr, wr, awaited);
 }
 
 /// What a response does to the WQEs in flight; returns whether the QP failed.
@@ -818,6 +865,7 @@ fn complete(
                 }
                 // RNR NAK: what came before is done; the WQE of `psn` waits and goes again.
                 1 => {
+                    note_acked(wr, psn.wrapping_sub(1) & PSN_MASK);
                     if acked(q, ci, wr, psn, false) {
                         return true;
                     }
@@ -834,9 +882,10 @@ fn complete(
                         Verdict::GiveUp => retire_head(q, ci, wr, WcStatus::RnrRetryExcErr),
                     }
                 }
-                // NAK.
+                // NAK: what came before is done, as for an RNR NAK.
                 3 => {
                     let before = wr.progress();
+                    note_acked(wr, psn.wrapping_sub(1) & PSN_MASK);
                     if acked(q, ci, wr, psn, false) {
                         return true;
                     }
