@@ -17,7 +17,9 @@
 # `cc -O2 -o /tmp/inline tools/bench/inline.c -libverbs` and named by INLINE): the runs
 # MODE_KIND_SIZE, e.g. `env INLINE=/tmp/inline TESTS="inline_lat_256 sge_lat_256
 # inline_bw_256 sge_bw_256"` (typical latency in µs, bandwidth in MB/s).
-# On the wire (RoCEv2 packets between two namespaces, make bench's srdma-wire): `env WIRE=1`.
+# On the wire (RoCEv2 packets between two namespaces, make bench's srdma-wire): `env WIRE=1`;
+# with NETEM as well, both ends of the veth send through tc-netem with those parameters, to see
+# what recovering from losses costs: `env WIRE=1 NETEM="loss 0.1%"`.
 # What moved the figures: `env COUNTERS="rcvd_rnr_err out_of_sequence"` prints after each figure
 # how much each of those hw_counters moved during its run, summed over the two devices.
 [ $# -gt 0 ] || { echo "usage: module-ab.sh LABEL=KO..." >&2; exit 2; }
@@ -68,6 +70,7 @@ declare -A runs=(
 	[write_bw64K]="ib_write_bw -s 65536 $bw_time"
 	[send_bw1M]="ib_send_bw -s 1048576 $bw_time"
 	[write_bw1M]="ib_write_bw -s 1048576 $bw_time"
+	[read_bw64K]="ib_read_bw -s 65536 $bw_time"
 	[read_bw1M]="ib_read_bw -s 1048576 $bw_time"
 )
 tests=${TESTS:-"send_lat8 write_lat8 send_bw64 write_bw64_l32 write_bw64K"}
@@ -83,7 +86,15 @@ fi
 for arg in "${order[@]}"; do
 	mod=${arg%%=*}
 	insmod "${arg#*=}"
-	if [ "${WIRE:-0}" = 1 ]; then bench_wire_up; else srdma_pair_up; fi
+	if [ "${WIRE:-0}" = 1 ]; then
+		bench_wire_up
+		# shellcheck disable=SC2086 # NETEM is tc's words
+		[ -z "${NETEM:-}" ] || for n in a b; do
+			ip netns exec "bench_$n" tc qdisc add dev "w$n" root netem $NETEM
+		done
+	else
+		srdma_pair_up
+	fi
 	line="$mod round $round:"
 	for t in $tests; do
 		case $t in
