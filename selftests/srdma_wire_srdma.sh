@@ -110,11 +110,13 @@ if in_ns tc qdisc add dev "$S" root $netem 2>/dev/null &&
 	ip netns exec "$PEER_NS" tc qdisc add dev "$P" root $netem; then
 	dup0=$(counter duplicate_request) oos0=$(counter out_of_sequence)
 	rt0=$(counter local_ack_timeout_err) sq0=$(counter packet_seq_err)
+	in0=$(counter implied_nak_seq_err)
 	c_tap "RC over loss, duplication and reordering" 900 srdma_wire srdma_w "$sg" srdma_p \
 		"$pg" lossy
-	lost=$(($(counter local_ack_timeout_err) - rt0 + $(counter packet_seq_err) - sq0))
+	lost=$(($(counter local_ack_timeout_err) - rt0 + $(counter packet_seq_err) - sq0 +
+		$(counter implied_nak_seq_err) - in0))
 	seen=$(($(counter duplicate_request) - dup0 + $(counter out_of_sequence) - oos0))
-	check "srdma_w's requester recovered lost packets (timeouts or sequence NAKs: $lost)" \
+	check "srdma_w's requester recovered lost packets (timeouts, seq. or implied NAK: $lost)" \
 		test "$lost" -gt 0
 	check "srdma_w's responder saw duplicates or gaps ($seen)" test "$seen" -gt 0
 	in_ns tc qdisc del dev "$S" root
