@@ -127,8 +127,8 @@ counters! {
     LocalAckTimeoutErr => "local_ack_timeout_err",
     /// PSN sequence error NAKs received by RC requesters.
     PacketSeqErr => "packet_seq_err",
-    /// Times an RC requester took a response to a later PSN than the one its oldest READ or
-    /// atomic waits for as the sign that the response was lost, and asked again at once.
+    /// Times an RC requester took a response to a later PSN than one a READ or atomic waits
+    /// for as the sign that the response was lost, and asked again at once.
     ImpliedNakSeqErr => "implied_nak_seq_err",
 }
 

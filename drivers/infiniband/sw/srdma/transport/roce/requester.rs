@@ -88,7 +88,9 @@ pub(crate) enum Outgoing {
 /// A WQE in flight: sent, waiting for its acknowledgment.
 struct InFlight {
     wqe: SendWqe,
-    /// `None` for a WQE that failed before it was sent, completing in its turn.
+    /// `None` for a WQE that needs nothing more from the wire: one that failed before it was
+    /// sent, or a READ or atomic answered in full while an older WQE waited. It completes in
+    /// its turn, with `status`.
     out: Option<Outgoing>,
     status: WcStatus,
     first_psn: u32,
@@ -119,6 +121,11 @@ impl InFlight {
             self.out,
             Some(Outgoing::Read { .. } | Outgoing::Atomic { .. })
         )
+    }
+
+    /// Whether PSN `psn` is one of its PSNs.
+    fn holds(&self, psn: u32) -> bool {
+        self.psns != 0 && !psn_before(psn, self.first_psn) && !psn_before(self.last_psn(), psn)
     }
 
     /// The PSN a READ or atomic waits for a response to; `None` for what an ACK completes.
@@ -214,13 +221,6 @@ impl Queue {
             return None;
         }
         self.slots.get(self.head)?.as_ref()
-    }
-
-    fn first_mut(&mut self) -> Option<&mut InFlight> {
-        if self.is_empty() {
-            return None;
-        }
-        self.slots.get_mut(self.head)?.as_mut()
     }
 
     fn last(&self) -> Option<&InFlight> {
@@ -700,6 +700,16 @@ fn retire_head(q: &QpShared, ci: &mut u32, wr: &mut WireReq, status: WcStatus) -
     let Some(f) = wr.inflight.pop_front() else {
         return false;
     };
+    // The last acknowledgment, once behind what is in flight, says nothing more (and after
+    // half the PSN space would look ahead of it).
+    let stale = match (wr.acked, wr.inflight.first()) {
+        (Some(a), Some(next)) => psn_before(a, next.first_psn),
+        (acked, None) => acked.is_some(),
+        (None, Some(_)) => false,
+    };
+    if stale {
+        wr.acked = None;
+    }
     let failed = comp::retire(q, ci, &f.wqe, status, false).unwrap_or(true);
     if failed {
         let rest = wr.inflight.take();
@@ -711,8 +721,8 @@ fn retire_head(q: &QpShared, ci: &mut u32, wr: &mut WireReq, status: WcStatus) -
     failed
 }
 
-/// Retires the WQEs at the head that were done without going on the wire.
-fn retire_failed(q: &QpShared, ci: &mut u32, wr: &mut WireReq) -> bool {
+/// Retires the WQEs at the head that need nothing more from the wire (`out` is `None`).
+fn retire_done(q: &QpShared, ci: &mut u32, wr: &mut WireReq) -> bool {
     while let Some(f) = wr.inflight.first() {
         if f.out.is_some() {
             break;
@@ -726,10 +736,11 @@ fn retire_failed(q: &QpShared, ci: &mut u32, wr: &mut WireReq) -> bool {
 }
 
 /// Retires the WQEs an acknowledgment of PSN `psn` covers: those an ACK completes, wholly at
-/// or before `psn` (`through`) or before it.
+/// or before `psn` (`through`) or before it; then what was answered already behind them
+/// ([`retire_answered`]).
 fn acked(q: &QpShared, ci: &mut u32, wr: &mut WireReq, psn: u32, through: bool) -> bool {
     loop {
-        if retire_failed(q, ci, wr) {
+        if retire_done(q, ci, wr) {
             return true;
         }
         let Some(f) = wr.inflight.first() else {
@@ -738,6 +749,27 @@ fn acked(q: &QpShared, ci: &mut u32, wr: &mut WireReq, psn: u32, through: bool) 
         let last = f.last_psn();
         let covered = psn_before(last, psn) || (through && last == psn);
         if !covered || !f.acked_by_ack() {
+            return retire_answered(q, ci, wr);
+        }
+        if retire_head(q, ci, wr, WcStatus::Success) {
+            return true;
+        }
+    }
+}
+
+/// Retires the WQEs at the head that the responder answered in full while an older READ or
+/// atomic waited: READs and atomics done ([`retire_done`]), and what an ACK completes that the
+/// last acknowledgment covers.
+fn retire_answered(q: &QpShared, ci: &mut u32, wr: &mut WireReq) -> bool {
+    loop {
+        if retire_done(q, ci, wr) {
+            return true;
+        }
+        let Some(f) = wr.inflight.first() else {
+            return false;
+        };
+        let acked = f.acked_by_ack() && wr.acked.is_some_and(|a| !psn_before(a, f.last_psn()));
+        if !acked {
             return false;
         }
         if retire_head(q, ci, wr, WcStatus::Success) {
@@ -778,7 +810,8 @@ pub(crate) fn response(
         _ => return Ok(()),
     }
     let before = wr.progress();
-    let failed = complete(dev, q, &attr, &mut sq.ci, &mut wr, pkt, now);
+    let failed = complete(dev, q, &attr, &mut sq.ci, &mut wr, pkt, now)
+        || retire_answered(q, &mut sq.ci, &mut wr);
     if !failed && !is_nak(pkt) {
         implied_nak(dev, q, &attr, &mut wr, psn);
     }
@@ -815,28 +848,50 @@ fn is_nak(pkt: &Packet<'_>) -> bool {
         && pkt.headers.aeth.is_some_and(|a| a.syndrome >> 5 != 0)
 }
 
-/// Asks the oldest WQE, a READ or atomic, again at once (go-back-N from the PSN it waits for)
-/// when a response to a later PSN, `psn`, came first: a responder answers requests in order,
-/// so the response it waits for was lost (IBA's implied NAK), and the timer would find that
-/// out only after its timeout. Once for each PSN it waits for: the responses still on their
-/// way behind the lost one are not each a reason to ask again; the first response of the
-/// request sent again moves the PSN it waits for, and a later loss asks once more.
+/// Asks the READs and atomics that wait for a response to a PSN before `psn` again at once,
+/// `psn` being that of a response or acknowledgment that came: a responder answers requests
+/// in order, so what they wait for was lost (IBA's implied NAK), and the timer would find that
+/// out only after its timeout. Only those go again: the responses and acknowledgments after
+/// them show that the responder has the requests in between, and the responses to a later
+/// READ are taken as they come ([`complete`]). Once for each PSN a request waits for: the
+/// responses still on their way behind the lost one are not each a reason to ask again; the
+/// first response to the request sent again moves the PSN it waits for, and a later loss asks
+/// once more.
 fn implied_nak(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireReq, psn: u32) {
-    let Some(f) = wr.inflight.first_mut() else {
-        return;
-    };
-    let Some(awaited) = f.awaited() else {
-        return;
-    };
-    // An RNR NAK holds the queue (the refused request goes when its timer says, the READ
+    // An RNR NAK holds the queue (the refused request goes when its timer says, the READs
     // with it).
-    if wr.rnr_wait || !psn_before(awaited, psn) || f.reasked == Some(awaited) {
+    if wr.rnr_wait {
         return;
     }
-    f.reasked = Some(awaited);
-    q.counters.send.inc(Counter::ImpliedNakSeqErr);
-    trace::srdma_retransmit(q.qpn, awaited, Resend::ImpliedNak as u32);
-    resend(dev, q, attr, wr, awaited);
+    let pmtu = mtu_bytes(attr.path_mtu);
+    let mut ends_once = None;
+    let mut asked = false;
+    for f in wr.inflight.iter_mut() {
+        if !psn_before(f.first_psn, psn) {
+            break;
+        }
+        let Some(awaited) = f.awaited() else {
+            continue;
+        };
+        if !psn_before(awaited, psn) || f.reasked == Some(awaited) {
+            continue;
+        }
+        if ends_once.is_none() {
+            ends_once = ends(dev, q, attr);
+        }
+        let Some(ends) = &ends_once else {
+            return;
+        };
+        f.reasked = Some(awaited);
+        f.asked = f.asked.saturating_add(1);
+        trace::srdma_retransmit(q.qpn, awaited, Resend::ImpliedNak as u32);
+        let solicited = f.wqe.solicited;
+        let _ = send_packets(dev, q, ends, f, awaited, pmtu, solicited);
+        asked = true;
+    }
+    if asked {
+        q.counters.send.inc(Counter::ImpliedNakSeqErr);
+    }
 }
 
 /// What a response does to the WQEs in flight; returns whether the QP failed.
@@ -929,20 +984,23 @@ fn complete(
             if acked(q, ci, wr, psn, false) {
                 return true;
             }
-            let (Some(f), Some(old)) = (wr.inflight.first(), h.atomic_ack) else {
+            // The atomic it answers: the oldest, or one behind a READ or atomic that waits
+            // (it completes in its turn).
+            let Some(old) = h.atomic_ack else {
+                return false;
+            };
+            let Some(f) = wr.inflight.iter_mut().find(|f| f.holds(psn)) else {
                 return false;
             };
             let Some(Outgoing::Atomic { sink, .. }) = &f.out else {
                 return false;
             };
-            if f.first_psn != psn {
-                return false;
-            }
-            let status = match sink.write(0, &old.to_ne_bytes()) {
+            f.status = match sink.write(0, &old.to_ne_bytes()) {
                 Ok(()) => WcStatus::Success,
                 Err(_) => WcStatus::LocProtErr,
             };
-            retire_head(q, ci, wr, status)
+            f.out = None;
+            retire_done(q, ci, wr)
         }
         op @ (Operation::ReadResponseFirst
         | Operation::ReadResponseMiddle
@@ -951,13 +1009,25 @@ fn complete(
             if acked(q, ci, wr, psn, false) {
                 return true;
             }
-            let Some(f) = wr.inflight.first_mut() else {
+            // The WQE the response is to: the oldest, or a READ behind it, whose responses are
+            // no less good for a loss before them (the READ completes in its turn).
+            let mut at_head = true;
+            let mut to = None;
+            for f in wr.inflight.iter_mut() {
+                if f.holds(psn) {
+                    to = Some(f);
+                    break;
+                }
+                at_head = false;
+            }
+            let Some(f) = to else {
                 return false;
             };
             if let Some(Outgoing::AtomicWrite { .. }) = f.out {
                 // Answered by an RDMA READ response without data (IBA annex A19) whose AETH
                 // says ACK; a NAK comes as an acknowledgment packet.
-                let done = op == Operation::ReadResponseOnly
+                let done = at_head
+                    && op == Operation::ReadResponseOnly
                     && psn == f.first_psn
                     && pkt.payload.is_empty()
                     && h.aeth.is_some_and(|a| a.syndrome >> 5 == 0);
@@ -998,15 +1068,24 @@ fn complete(
             } else {
                 data.len() == pmtu
             };
+            // A READ behind the oldest fails only at the head: until then what fails is
+            // dropped, and the READ asked again in its turn.
             if !size_ok {
-                return retire_head(q, ci, wr, WcStatus::RemInvReqErr);
+                return at_head && retire_head(q, ci, wr, WcStatus::RemInvReqErr);
             }
             if !data.is_empty() && sink.write(at, data).is_err() {
-                return retire_head(q, ci, wr, WcStatus::LocProtErr);
+                return at_head && retire_head(q, ci, wr, WcStatus::LocProtErr);
             }
             f.next_psn = psn.wrapping_add(1) & PSN_MASK;
+            if at_head {
+                return last && retire_head(q, ci, wr, WcStatus::Success);
+            }
             if last {
-                return retire_head(q, ci, wr, WcStatus::Success);
+                f.out = None;
+            }
+            // Not progress of the oldest WQE, but a sign of life.
+            if !wr.rnr_wait {
+                wr.deadline = timeout_ns(attr).map(|t| now + t);
             }
             false
         }
