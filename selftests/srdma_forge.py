@@ -42,10 +42,13 @@ target's lines as above.
 
 answers READs of the target as a responder does whose responses the network loses, each
 time long before the target's timer (268 ms) could run out: a READ of 16 KiB with its sixth
-response lost, and two READs of 2 KiB of which every response to the first is lost. Prints,
-for each, the READ requests the target sent within 0.2 s of the responses after the loss
-("gap PSN,PSN,..." and "later PSN,PSN,...", relative to its first request, "-" for none)
-and, after answering those, the target's "read ..." line; then the target's last line.
+response lost; two READs of 2 KiB of which every response to the first is lost; and a READ of
+2 KiB whose responses are lost, with a SEND behind it that is acknowledged, and then the READ
+asked again lost as well. Prints, for each, the READ requests the target sent within 0.2 s of
+the responses after the loss ("gap PSN,PSN,...", "later ..." and "between ...", relative to
+its first request, "-" for none; for the last also "between_timer ..." for the first that
+came in the 0.6 s after, on the timer, and "between_sends N", the SENDs that came again in all) and,
+after answering the READs, the target's "read ..." line; then the target's last line.
 
     srdma_forge.py rnr SRC_IP DST_IP TARGET_COMMAND...
 
@@ -454,10 +457,17 @@ def gap_main():
         target.proc.kill()
         return None
 
-    def asked_again(name, p):
-        # Well within the target's timer, which each response to its READ holds off.
-        again = requests(rx, 0.2, RC_READ_REQUEST)
-        print(name, ",".join("%d" % ((q - p) & 0xFFFFFF) for q, *_ in again) or "-", flush=True)
+    def asked_again(name, p, secs=0.2):
+        """What came within secs (by default well within the target's timer, which each
+        response to its READ holds off), until a READ request with a longer secs."""
+        again = []
+        for op, _flags, psn, _t in arrivals(rx, secs):
+            again.append((op, psn))
+            if secs > 0.2 and op == RC_READ_REQUEST:
+                break
+        print(name, ",".join("%d" % ((q - p) & 0xFFFFFF) for op, q in again
+                             if op == RC_READ_REQUEST) or "-", flush=True)
+        return again
 
     # One READ of 16 responses; the sixth is lost, the four after it arrive.
     p = reads("gap", 1, 16 * mtu)
@@ -479,6 +489,23 @@ def gap_main():
     for first, at in ((p, 0), (p + 2, 2 * mtu)):
         for i in range(2):
             respond(first, at, i, 2)
+    print(target.proc.stdout.readline().strip() or "read - -", flush=True)
+    # A READ, then a SEND; the READ's responses are lost, the SEND's ACK (MSN 2) comes.
+    target.proc.stdin.write("read %x %x %x 1 send\n" % (va, rkey, 2 * mtu))
+    target.proc.stdin.flush()
+    got = requests(rx, 10, RC_READ_REQUEST, 1) + requests(rx, 10, RC_SEND_ONLY, 1)
+    if len(got) != 2:
+        print("between -", flush=True)
+        target.proc.kill()
+        return
+    p = got[0][0]
+    send(raw, bth(RC_ACK, target.qpn, p + 2, 0, ack_req=False) + struct.pack("!I", 0x1F000002))
+    again = asked_again("between", p)
+    # That request is lost too: the timer asks again.
+    again += asked_again("between_timer", p, 0.6)
+    print("between_sends", sum(op == RC_SEND_ONLY for op, _ in again), flush=True)
+    for i in range(2):
+        respond(p, 0, i, 2)
     print(target.proc.stdout.readline().strip() or "read - -", flush=True)
     out = target.finish()
     print(out[-1] if out else "target printed nothing", flush=True)

@@ -9,13 +9,14 @@
  * 16 bytes of the memory as "memory HEX" and the QP's state as "state N" (IBV_QPS_*), so that
  * the peer sees what it wrote and whether what it sent failed the QP.
  *
- * A line "read VA RKEY LEN [N]" (hex) before that makes the QP the requester (timeout 268 ms,
- * retry_cnt 7, max_rd_atomic 4): it posts N READs (1 if not given, at most MAX_SENDS) of LEN
- * bytes each (N times LEN at most SIZE), the k-th from the peer's memory at VA + k * LEN into
- * its own at k * LEN, waits for their completions (at most 60 s) and prints "read
- * STATUS,STATUS,... BYTES", each STATUS ibv_wc_status_str()'s ("none" for one that did not
- * come), in the order they came, and BYTES "intact" when the memory read holds the pattern
- * above (the peer's memory holds it too) or "wrong".
+ * A line "read VA RKEY LEN [N [send]]" (hex) before that makes the QP the requester (timeout
+ * 268 ms, retry_cnt 7, max_rd_atomic 4): it posts N READs (1 if not given, fewer than
+ * MAX_SENDS) of LEN bytes each (N times LEN at most half of SIZE), the k-th from the peer's
+ * memory at VA + k * LEN into its own at k * LEN, and with "send" a SEND of 64 bytes behind
+ * them; waits for their completions (at most 60 s) and prints "read STATUS,STATUS,... BYTES",
+ * each STATUS ibv_wc_status_str()'s ("none" for one that did not come), in the order they came,
+ * and BYTES "intact" when the memory read holds the pattern above (the peer's memory holds it
+ * too) or "wrong".
  *
  * A line "send N LEN" (N at most MAX_SENDS, LEN at most SIZE) posts N signaled SENDs of LEN
  * bytes at once, waits for their completions (at most 60 s) and prints them in the order they
@@ -51,20 +52,22 @@ static int die(const char *what)
 	return 1;
 }
 
-/* Reads the peer's memory into buf as "read VA RKEY LEN [N]" in `line` says and prints how it
- * went.
+/* Reads the peer's memory into buf as "read VA RKEY LEN [N [send]]" in `line` says and prints
+ * how it went.
  */
 static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, const char *line)
 {
 	unsigned long long va;
-	unsigned int rkey, len, n = 1, done = 0;
+	unsigned int rkey, len, n = 1, done = 0, wrs;
+	char then[8] = "";
 	struct ibv_wc wc;
 	time_t end = time(NULL) + 60;
 	int intact = 1;
 
-	if (sscanf(line, "read %llx %x %x %u", &va, &rkey, &len, &n) < 3 || !n || n > MAX_SENDS ||
-	    len > SIZE / n)
+	if (sscanf(line, "read %llx %x %x %u %7s", &va, &rkey, &len, &n, then) < 3 || !n ||
+	    n >= MAX_SENDS || len > SIZE / 2 / n)
 		return die("reading the read command");
+	wrs = n + !strcmp(then, "send");
 	memset(buf, 0, (size_t)len * n);
 	for (unsigned int k = 0; k < n; k++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)(buf + (size_t)k * len), .length = len,
@@ -78,13 +81,23 @@ static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, c
 		if (ibv_post_send(qp, &wr, &bad))
 			return die("posting a READ");
 	}
+	if (wrs > n) {
+		struct ibv_sge sge = { .addr = (uintptr_t)(buf + SIZE / 2), .length = 64,
+				       .lkey = mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = n, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		if (ibv_post_send(qp, &wr, &bad))
+			return die("posting the SEND");
+	}
 	printf("read ");
-	while (done < n && time(NULL) < end) {
+	while (done < wrs && time(NULL) < end) {
 		if (ibv_poll_cq(qp->send_cq, 1, &wc) != 1)
 			continue;
 		printf("%s%s", done++ ? "," : "", ibv_wc_status_str(wc.status));
 	}
-	for (; done < n; done++)
+	for (; done < wrs; done++)
 		printf("%snone", done ? "," : "");
 	for (size_t i = 0; i < (size_t)len * n; i++)
 		intact &= buf[i] == (unsigned char)(i * 7);

@@ -258,7 +258,9 @@ if prog srdma_target; then
 
 	# A READ response lost on the way, seen by a later response coming first (IBA's implied
 	# NAK; srdma_forge.py gap): the READ is asked again at once from the missing response,
-	# once, not after the timer (268 ms); a later READ whose responses came is not asked again.
+	# once, not after the timer (268 ms); a later READ whose responses came is not asked again,
+	# nor is a SEND acknowledged behind it, which completes with the READ; and a READ whose
+	# request asked again is lost too goes again on the timer all the same.
 	imp0=$(counter implied_nak_seq_err) rt0=$(counter local_ack_timeout_err)
 	timeout 120 python3 "$(dirname "$0")/srdma_forge.py" gap "$FORGE_IP" "$SRDMA_IP" \
 		ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
@@ -271,9 +273,17 @@ if prog srdma_target; then
 		"$(answer later)"
 	check_eq "... and complete" "success,success intact" "$(awk '$1 == "read"' "$out_f" |
 		sed -n '2s/^read //p')"
-	check_eq "each loss counted once (implied_nak_seq_err)" 2 \
+	check_eq "a READ's responses lost, the SEND behind it acked: the READ asked again" \
+		0 "$(answer between)"
+	check_eq "... and, that request lost too, asked again on the timer" 0 \
+		"$(answer between_timer)"
+	check_eq "... alone" 0 "$(answer between_sends)"
+	check_eq "... and both complete, without another ACK" "success,success intact" \
+		"$(awk '$1 == "read"' "$out_f" | sed -n '3s/^read //p')"
+	check_eq "each loss counted once (implied_nak_seq_err)" 3 \
 		$(($(counter implied_nak_seq_err) - imp0))
-	check_eq "no timeout (local_ack_timeout_err)" 0 $(($(counter local_ack_timeout_err) - rt0))
+	check_eq "one timeout, for the request lost (local_ack_timeout_err)" 1 \
+		$(($(counter local_ack_timeout_err) - rt0))
 	check_eq "the QP stays in RTS" "3" "$(answer state)"
 
 	# A sequence NAK acknowledges the packets before the one it names: when the timer sends

@@ -1106,25 +1106,27 @@ fn note_acked(wr: &mut WireReq, psn: u32) {
     }
 }
 
-/// Sends again everything in flight from PSN `from` on (go-back-N).
+/// Sends again everything in flight from PSN `from` on (go-back-N), and the READs and atomics
+/// before it that wait for their responses.
 fn resend(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireReq, from: u32) {
     let Some(ends) = ends(dev, q, attr) else {
         return;
     };
     let pmtu = mtu_bytes(attr.path_mtu);
     for f in wr.inflight.iter_mut() {
-        if psn_before(f.last_psn(), from) {
-            continue;
-        }
-        // A READ is asked again from the first response it misses (its responses arrive in
-        // order), an atomic whole.
+        // A READ or atomic still waits for its responses whatever was acknowledged after it
+        // (an acknowledgment says nothing of the responses before it that were lost): a READ
+        // is asked again from the first response it misses (its responses arrive in order),
+        // an atomic whole. What an ACK completes goes again from `from` on.
         let start = match f.out {
+            None => continue,
             Some(Outgoing::Read { .. }) => {
                 f.asked = f.asked.saturating_add(1);
                 f.next_psn
             }
-            _ if f.acked_by_ack() => from,
-            _ => f.first_psn,
+            Some(Outgoing::Atomic { .. }) => f.first_psn,
+            _ if psn_before(f.last_psn(), from) => continue,
+            _ => from,
         };
         let solicited = f.wqe.solicited;
         let _ = send_packets(dev, q, &ends, f, start, pmtu, solicited);
