@@ -297,6 +297,15 @@ class Target:
         out, _ = self.proc.communicate(timeout=30)
         return out.strip().splitlines()
 
+    def echo_line(self, none):
+        """Prints the target's next line, `none` if it printed nothing more."""
+        print(self.proc.stdout.readline().strip() or none, flush=True)
+
+    def echo_last(self):
+        """Lets the target end and prints the last line it printed."""
+        out = self.finish()
+        print(out[-1] if out else "target printed nothing", flush=True)
+
     def post_receives(self, n, name):
         """Has the target post n receives; False (and the target killed, `name` said to be
         "not posted") if it did not."""
@@ -347,8 +356,7 @@ def read_main():
     read("dup_outside", p + 1, 8192, 1024)  # within the PSNs, outside the range read
     read("dup_never", p - 3, 0, 1024)  # behind, but no READ had that PSN
     read("next", p + 4, 0, 1024)
-    out = target.finish()
-    print(out[-1] if out else "target printed nothing", flush=True)
+    target.echo_last()
 
 
 def requests(rx, secs, opcode, want=0):
@@ -402,9 +410,8 @@ def replay_main():
         while not select.select([target.proc.stdout], [], [], 0.02)[0] and time.time() < t0 + 50:
             respond(0, RC_READ_FIRST)
         print("stale %d" % (time.time() - t0), flush=True)
-        print(target.proc.stdout.readline().strip() or "read - -", flush=True)
-        out = target.finish()
-        print(out[-1] if out else "target printed nothing", flush=True)
+        target.echo_line("read - -")
+        target.echo_last()
         return
     # Silent for longer than the target's timeout (268 ms): it asks again from `resent_from`.
     got += read_requests(rx, 0.6)
@@ -423,8 +430,7 @@ def replay_main():
     print("requests", ",".join("%d" % ((q - p) & 0xFFFFFF) for q, *_ in got), flush=True)
     line = target.proc.stdout.readline().strip()
     print(line or "read - -", flush=True)
-    out = target.finish()
-    print(out[-1] if out else "target printed nothing", flush=True)
+    target.echo_last()
 
 
 def gap_main():
@@ -478,7 +484,7 @@ def gap_main():
     asked_again("gap", p)
     for i in range(5, 16):
         respond(p, 0, i, 16)
-    print(target.proc.stdout.readline().strip() or "read - -", flush=True)
+    target.echo_line("read - -")
     # Two READs of two responses each; those to the first are lost, those to the second arrive.
     p = reads("later", 2, 2 * mtu)
     if p is None:
@@ -489,7 +495,7 @@ def gap_main():
     for first, at in ((p, 0), (p + 2, 2 * mtu)):
         for i in range(2):
             respond(first, at, i, 2)
-    print(target.proc.stdout.readline().strip() or "read - -", flush=True)
+    target.echo_line("read - -")
     # A READ, then a SEND; the READ's responses are lost, the SEND's ACK (MSN 2) comes.
     target.proc.stdin.write("read %x %x %x 1 send\n" % (va, rkey, 2 * mtu))
     target.proc.stdin.flush()
@@ -506,9 +512,8 @@ def gap_main():
     print("between_sends", sum(op == RC_SEND_ONLY for op, _ in again), flush=True)
     for i in range(2):
         respond(p, 0, i, 2)
-    print(target.proc.stdout.readline().strip() or "read - -", flush=True)
-    out = target.finish()
-    print(out[-1] if out else "target printed nothing", flush=True)
+    target.echo_line("read - -")
+    target.echo_last()
 
 
 def rnr_main():
@@ -531,9 +536,8 @@ def rnr_main():
     print("rnr_wait", "%.1f" % ((again[0][1] - nak) * 1000) if again else "-", flush=True)
     print("resent", ",".join("%d" % ((q - p) & 0xFFFFFF) for q, *_ in resent) or "-",
           flush=True)
-    print(target.proc.stdout.readline().strip() or "send -", flush=True)
-    out = target.finish()
-    print(out[-1] if out else "target printed nothing", flush=True)
+    target.echo_line("send -")
+    target.echo_last()
 
 
 def atomic_write_main():
@@ -642,9 +646,8 @@ def seqnak_main():
         send(raw, bth(RC_ACK, target.qpn, got[0][0], 0, ack_req=False) +
              struct.pack("!I", 0x60000000))
     print("copies", copies, flush=True)
-    print(target.proc.stdout.readline().strip() or "send -", flush=True)
-    out = target.finish()
-    print(out[-1] if out else "target printed nothing", flush=True)
+    target.echo_line("send -")
+    target.echo_last()
 
 
 def nakack_main():
@@ -675,9 +678,8 @@ def nakack_main():
     # What the NAK sends again, then what the timer (268 ms) does.
     print("resent", ",".join("%d" % i for i in until_last(2, 3)) or "-", flush=True)
     send(raw, bth(RC_ACK, target.qpn, p + 3, 0, ack_req=False) + struct.pack("!I", 0x1F000001))
-    print(target.proc.stdout.readline().strip() or "send -", flush=True)
-    out = target.finish()
-    print(out[-1] if out else "target printed nothing", flush=True)
+    target.echo_line("send -")
+    target.echo_last()
 
 
 def unsent_main():
@@ -732,9 +734,8 @@ def unsent_main():
         if got is None or got[1]:
             whole = ack()
     print("all", len(seen), flush=True)
-    print(target.proc.stdout.readline().strip() or "send -", flush=True)
-    out = target.finish()
-    print(out[-1] if out else "target printed nothing", flush=True)
+    target.echo_line("send -")
+    target.echo_last()
 
 
 def main():

@@ -52,15 +52,37 @@ static int die(const char *what)
 	return 1;
 }
 
+/* Prints the completions of the send CQ of `qp` as they come, until there were `n` or `end`
+ * passed: comma-separated, each "WR:STATUS" with `with_wr` and "STATUS" without (STATUS
+ * ibv_wc_status_str()'s), "none" for each that did not come.
+ */
+static void print_completions(struct ibv_qp *qp, unsigned int n, time_t end, int with_wr)
+{
+	unsigned int done = 0;
+	struct ibv_wc wc;
+
+	while (done < n && time(NULL) < end) {
+		if (ibv_poll_cq(qp->send_cq, 1, &wc) != 1)
+			continue;
+		if (with_wr)
+			printf("%s%llu:", done ? "," : "", (unsigned long long)wc.wr_id);
+		else if (done)
+			printf(",");
+		printf("%s", ibv_wc_status_str(wc.status));
+		done++;
+	}
+	for (; done < n; done++)
+		printf("%snone", done ? "," : "");
+}
+
 /* Reads the peer's memory into buf as "read VA RKEY LEN [N [send]]" in `line` says and prints
  * how it went.
  */
 static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, const char *line)
 {
 	unsigned long long va;
-	unsigned int rkey, len, n = 1, done = 0, wrs;
+	unsigned int rkey, len, n = 1, wrs;
 	char then[8] = "";
-	struct ibv_wc wc;
 	time_t end = time(NULL) + 60;
 	int intact = 1;
 
@@ -92,13 +114,7 @@ static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, c
 			return die("posting the SEND");
 	}
 	printf("read ");
-	while (done < wrs && time(NULL) < end) {
-		if (ibv_poll_cq(qp->send_cq, 1, &wc) != 1)
-			continue;
-		printf("%s%s", done++ ? "," : "", ibv_wc_status_str(wc.status));
-	}
-	for (; done < wrs; done++)
-		printf("%snone", done ? "," : "");
+	print_completions(qp, wrs, end, 0);
 	for (size_t i = 0; i < (size_t)len * n; i++)
 		intact &= buf[i] == (unsigned char)(i * 7);
 	printf(" %s\n", intact ? "intact" : "wrong");
@@ -109,12 +125,11 @@ static int read_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, c
 /* Sends as "send N LEN" in `line` says and prints how the SENDs completed. */
 static int send_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, const char *line)
 {
-	unsigned int n, len, done = 0;
+	unsigned int n, len;
 	time_t end = time(NULL) + 60;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_wc wc;
 
 	if (sscanf(line, "send %u %u", &n, &len) != 2 || !n || n > MAX_SENDS || len > SIZE)
 		return die("reading the send command");
@@ -125,15 +140,7 @@ static int send_peer(struct ibv_qp *qp, struct ibv_mr *mr, unsigned char *buf, c
 			return die("posting a SEND");
 	}
 	printf("send ");
-	while (done < n && time(NULL) < end) {
-		if (ibv_poll_cq(qp->send_cq, 1, &wc) != 1)
-			continue;
-		printf("%s%llu:%s", done ? "," : "", (unsigned long long)wc.wr_id,
-		       ibv_wc_status_str(wc.status));
-		done++;
-	}
-	for (; done < n; done++)
-		printf("%snone", done ? "," : "");
+	print_completions(qp, n, end, 1);
 	printf("\n");
 	fflush(stdout);
 	return 0;
