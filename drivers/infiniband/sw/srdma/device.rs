@@ -472,7 +472,10 @@ impl rdma::Driver for SrdmaDevice {
         mask: QpAttrMask,
         udata: Option<UData<'_>>,
     ) -> Result {
-        SrdmaQp::modify(qp, attr, mask, udata)
+        let result = SrdmaQp::modify(qp, attr, mask, udata);
+        // The kicks that found the SQ held by the modify.
+        let _ = crate::req::run_kicked(qp.device(), &qp.shared, crate::req::Runner::Engine);
+        result
     }
 
     fn query_qp(qp: &Qp<Self>, mask: QpAttrMask) -> Result<QpQuery> {

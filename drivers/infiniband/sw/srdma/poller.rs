@@ -150,6 +150,8 @@ impl Poller {
                 let _ = req::process_sq(dev, q, &mut sq, req::Runner::Engine);
                 busy = true;
             }
+            drop(sq);
+            let _ = req::run_kicked(dev, q, req::Runner::Engine);
         }
         busy
     }
@@ -183,7 +185,11 @@ impl WorkItem for Poller {
                     // Pairs with the provider's barrier between its producer index and its
                     // look at the flag: either it kicks, or this sees its WQEs.
                     fence(Ordering::SeqCst);
-                    if !qps.iter().any(|q| has_send_work(q, &q.sq_run.lock())) {
+                    if !qps.iter().any(|q| {
+                        let work = has_send_work(q, &q.sq_run.lock());
+                        let _ = req::run_kicked(&dev, q, req::Runner::Engine);
+                        work
+                    }) {
                         break;
                     }
                     set_need_wakeup(&qps, false);

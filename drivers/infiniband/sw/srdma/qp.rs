@@ -128,6 +128,8 @@ pub(crate) struct QpShared {
     events: Arc<QpEvents>,
     /// Where the SQ's processing is; the lock serialises it.
     pub(crate) sq_run: Pin<KBox<Mutex<SqRun>>>,
+    /// A doorbell kick rang that no run of the SQ has taken yet ([`crate::req::kick`]).
+    pub(crate) kicked: AtomicBool,
     /// The next RQ WQE the kernel takes; the lock serialises deliveries to this QP.
     pub(crate) rq_ci: Pin<KBox<Mutex<u32>>>,
     pub(crate) send_cq: Arc<CqShared>,
@@ -377,6 +379,7 @@ impl SrdmaQp {
                 events: attr.events.clone(),
                 db,
                 sq_run: KBox::pin_init(new_mutex!(SqRun::default()), GFP_KERNEL)?,
+                kicked: AtomicBool::new(false),
                 rq_ci: KBox::pin_init(new_mutex!(0), GFP_KERNEL)?,
                 send_cq,
                 recv_cq,

@@ -26,7 +26,7 @@ use crate::{
     wc::{WcStatus, WrOpcode},
     wqe::{bad_producer_index, SendWqe},
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{fence, Ordering};
 use kernel::{
     prelude::*,
     rdma::{
@@ -51,23 +51,57 @@ const QKEY_FROM_QP: u32 = 0x8000_0000;
 
 /// Processes the SQ of a user QP up to the producer index its doorbell record shows (the
 /// doorbell kick), in the process's own syscall. A kick that finds another context running the
-/// SQ (the wire's completer sending the next packets once an acknowledgment made room, the
-/// worker) leaves its WQEs to the worker instead: that run may send a window of packets on the
-/// wire, and the process would wait it out in `ibv_post_send`.
+/// SQ (the wire's receive thread sending the next packets once an acknowledgment made room,
+/// the worker, a modify) leaves a note instead, and that context runs the queue again as it
+/// lets go of it ([`run_kicked`]): the process does not wait for that run, which may send a
+/// window of packets on the wire, and no other thread is woken for its WQEs.
 pub(crate) fn kick(qp: &Qp<SrdmaDevice>) -> Result {
     let (dev, q) = (qp.device(), &qp.shared);
     q.counters.send.inc(Counter::Kicks);
     if let Some(mut sq) = q.sq_run.try_lock() {
-        return process_sq(dev, q, &mut sq, Runner::Kick);
+        let result = process_sq(dev, q, &mut sq, Runner::Kick);
+        drop(sq);
+        // The kicks of other threads that found the queue held by this one.
+        let _ = run_kicked(dev, q, Runner::Kick);
+        return result;
     }
-    // The run under way may have read the producer index before these WQEs were behind it;
-    // the worker's run takes the lock after it and sees them. Without memory to queue the QP
-    // the kick waits for the lock instead, so that the WQEs are not left behind.
-    if dev.worker().schedule(dev.queue(), q.clone()).is_ok() {
-        return Ok(());
+    // Release: the run that takes the note sees the producer index the process stored.
+    q.kicked.store(true, Ordering::Release);
+    run_kicked(dev, q, Runner::Kick)
+}
+
+/// The runs of a SQ that one context makes for the kicks it finds noted before it hands the
+/// queue to the worker: a process that keeps posting does not keep a receive thread from its
+/// packets.
+const KICKED_RUNS: u32 = 2;
+
+/// Runs the SQ of `q` for a kick noted and not taken yet, unless another context holds the
+/// queue: that one calls this as it lets go of it. Every context that runs a SQ does so, after
+/// it let go of the lock, so that no kick is left behind.
+pub(crate) fn run_kicked(dev: &Device<SrdmaDevice>, q: &Arc<QpShared>, runner: Runner) -> Result {
+    let mut result = Ok(());
+    let mut runs = 0;
+    loop {
+        // Between a kick's note and its look at the lock, and between a holder's letting go
+        // of the lock and its look at the note: either the kick takes the lock or the context
+        // that held it sees the note.
+        fence(Ordering::SeqCst);
+        if !q.kicked.load(Ordering::Acquire) {
+            return result;
+        }
+        // Without memory to queue the QP on the worker, this context goes on.
+        if runs == KICKED_RUNS && dev.worker().schedule(dev.queue(), q.clone()).is_ok() {
+            return result;
+        }
+        let Some(mut sq) = q.sq_run.try_lock() else {
+            return result;
+        };
+        let run = process_sq(dev, q, &mut sq, runner);
+        if result.is_ok() {
+            result = run;
+        }
+        runs = (runs + 1).min(KICKED_RUNS);
     }
-    let mut sq = q.sq_run.lock();
-    process_sq(dev, q, &mut sq, Runner::Kick)
 }
 
 /// Who runs a send queue.
@@ -104,6 +138,11 @@ pub(crate) fn process_sq(
     runner: Runner,
 ) -> Result {
     let SqRun { ci, peer } = sq;
+    // Every run takes the kicks noted so far ([`kick`]), and sees their producer index
+    // (acquire); a kick noted after this is seen by the run or runs the queue again.
+    if q.kicked.load(Ordering::Relaxed) {
+        q.kicked.swap(false, Ordering::Acquire);
+    }
     if !q.is_alive() {
         // Destroyed: queued work and RNR retries of the QP end here ([`QpShared::retire`]).
         return Ok(());

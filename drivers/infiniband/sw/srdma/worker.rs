@@ -6,8 +6,8 @@
 //! Kernel callers may post in atomic context (ib_mad posts under a spinlock with interrupts
 //! off), where the engine cannot run: it takes mutexes and allocates. Their `post_send` only
 //! writes the WQEs and queues the QP here; a work item processes its send queue soon after.
-//! The doorbell of a user QP whose send queue another context is running queues it here too,
-//! rather than keep the process waiting for that run.
+//! A send queue whose run reached its budget goes on here, and so do the doorbell kicks that
+//! a context running a queue found noted after two more runs ([`req::run_kicked`]).
 //! A second work item processes those send queues again whose time came: the RNR timers of
 //! refused WQEs and the retransmission timers of the wire; a high-resolution timer queues it
 //! when the earliest is due, so a retry waits its timer and a scheduling delay, not a jiffy,
@@ -264,6 +264,8 @@ impl WorkItem<RETRY> for Worker {
         for q in due.iter() {
             let mut sq = q.sq_run.lock();
             let _ = req::process_sq(&dev, q, &mut sq, req::Runner::Engine);
+            drop(sq);
+            let _ = req::run_kicked(&dev, q, req::Runner::Engine);
         }
         drop(due);
         // Retries queued meanwhile, or by the passes above, count too. The timer is armed
@@ -299,6 +301,8 @@ impl WorkItem<POSTED> for Worker {
             let mut sq = q.sq_run.lock();
             // Failures became error completions; a QP not ready to send keeps its work.
             let _ = req::process_sq(&dev, q, &mut sq, req::Runner::Engine);
+            drop(sq);
+            let _ = req::run_kicked(&dev, q, req::Runner::Engine);
         }
     }
 }

@@ -785,6 +785,19 @@ pub(crate) fn response(
     arrived: &Arrived,
     pkt: &Packet<'_>,
 ) -> core::result::Result<(), Dropped> {
+    let taken = complete_response(dev, q, arrived, pkt);
+    // The kicks that found the SQ held meanwhile.
+    let _ = req::run_kicked(dev, q, req::Runner::Engine);
+    taken
+}
+
+/// [`response`], under the SQ's lock.
+fn complete_response(
+    dev: &Device<SrdmaDevice>,
+    q: &Arc<QpShared>,
+    arrived: &Arrived,
+    pkt: &Packet<'_>,
+) -> core::result::Result<(), Dropped> {
     if q.qp_type != QpType::Rc || pkt.headers.bth.opcode.service() != Service::Rc {
         return Err(Dropped::NotOurs);
     }
