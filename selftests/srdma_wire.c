@@ -330,6 +330,47 @@ static void post_while_sending(void)
 	ibv_destroy_qp(p);
 }
 
+/* The WRITEs of post_after_completion(). */
+#define CHAIN_N 3000
+
+/*
+ * RDMA WRITEs from r to d, each posted as soon as the one before completes: the receive thread
+ * that wrote that completion may still be running the send queue, so the post finds it held
+ * and leaves its WQE to that thread. None may be left behind: with nothing else in flight, no
+ * timer would ever send it.
+ */
+static void post_after_completion(struct end *r, struct end *d)
+{
+	struct ibv_qp *s, *p;
+	double slowest = 0;
+	int done = 0, ok = 1;
+
+	if (rc_pair(r, d, 500, 600, &s, &p)) {
+		result(0, "post after completion: an RC QP on each device, connected");
+		return;
+	}
+	for (int i = 0; ok && i < CHAIN_N; i++) {
+		double t0 = now(), end = t0 + 5;
+		struct ibv_wc wc = {};
+		int n = 0;
+
+		r->buf[0] = (char)i;
+		ok = !post_send(s, r, IBV_WR_RDMA_WRITE, i, r->buf, 1, (uintptr_t)(d->buf + BIG),
+				d->mr->rkey, IBV_SEND_SIGNALED);
+		while (ok && (n = ibv_poll_cq(r->cq, 1, &wc)) == 0 && now() < end)
+			;
+		ok = ok && n == 1 && wc.wr_id == (uint64_t)i && wc.status == IBV_WC_SUCCESS;
+		done += ok;
+		if (now() - t0 > slowest)
+			slowest = now() - t0;
+	}
+	result(ok && done == CHAIN_N && d->buf[BIG] == (char)(CHAIN_N - 1),
+	       "%d WRITEs, %s -> %s, each posted as the one before completed: %d completed, the last landed (slowest %.3f s)",
+	       CHAIN_N, r->name, d->name, done, slowest);
+	ibv_destroy_qp(s);
+	ibv_destroy_qp(p);
+}
+
 /*
  * A long message and another QP's short one from the same device: the long one leaves as
  * the window of unacknowledged packets allows, so the device goes on taking other QPs'
@@ -883,6 +924,8 @@ int main(int argc, char **argv)
 
 	test_messages(large, 2);
 	post_while_sending();
+	post_after_completion(&ends[0], &ends[1]);
+	post_after_completion(&ends[1], &ends[0]);
 	short_beside_long();
 	inline_messages();
 	reuse_after_reset();
