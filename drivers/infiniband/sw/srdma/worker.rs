@@ -82,6 +82,9 @@ pub(crate) struct Worker {
     rx: SpinLockIrqSave<KVec<SkBuff>>,
     /// Packets dropped because [`Worker::rx`] was full; the receive work counts them.
     rx_overflow: AtomicU64,
+    /// The QPs whose responder holds back an ACK until the receive thread's batch ends.
+    #[pin]
+    acks: SpinLock<KVec<Arc<QpShared>>>,
     /// The network device of the srdma device, which finds the device while it is registered.
     ndev: ARef<net::device::Device>,
 }
@@ -127,10 +130,17 @@ impl Worker {
                 rx_work <- kthread::Work::new(),
                 rx <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::rx"),
                 rx_overflow: AtomicU64::new(0),
+                acks <- new_spinlock!(KVec::new(), "srdma::Worker::acks"),
                 ndev,
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Has the receive thread send the ACK `qp`'s responder holds back at the end of its batch.
+    pub(crate) fn ack_later(&self, qp: Arc<QpShared>) -> Result {
+        self.acks.lock().push(qp, GFP_ATOMIC)?;
+        Ok(())
     }
 
     /// Queues `qp` for processing on the device's `queue`; callable in atomic context.
@@ -319,6 +329,8 @@ impl kthread::WorkItem<RECEIVED> for Worker {
         for skb in packets.into_iter() {
             roce::receive(&dev, skb);
         }
+        let acks = core::mem::take(&mut *this.acks.lock());
+        roce::responder::flush_acks(&dev, &acks);
         let overflow = this.rx_overflow.swap(0, Ordering::Relaxed);
         if overflow != 0 {
             roce::count_overflow(&dev, overflow);

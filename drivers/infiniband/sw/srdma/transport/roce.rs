@@ -163,6 +163,7 @@ pub(crate) fn send(
 
 /// Who a packet goes between: the IP addresses (as GIDs), what else the IP header carries,
 /// and the QP numbers its UDP source port is derived from.
+#[derive(Clone, Copy)]
 pub(crate) struct Ends {
     pub(crate) sgid: [u8; 16],
     pub(crate) dgid: [u8; 16],

@@ -138,6 +138,12 @@ pub(crate) struct WireResp {
     /// A receive WQE taken from an SRQ by a UC message that was dropped: the QP's next message
     /// takes it, as an RQ's stays at the head of its ring for the next.
     spare: Option<Taken>,
+    /// The ACK (its ends, PSN and MSN) that the receive thread sends at the end of its batch
+    /// of packets, unless another answer to the QP or [`ACK_HOLD`] requests send it first: the
+    /// ACK of a later request stands for the earlier ones (coalescing, IBA 9.7.5.1.1).
+    pending_ack: Option<(Ends, u32, u32)>,
+    /// The requests that `pending_ack` stands for.
+    held: u32,
 }
 
 impl WireResp {
@@ -148,6 +154,8 @@ impl WireResp {
             nak_sent: false,
             resources: Resources::empty(),
             spare: None,
+            pending_ack: None,
+            held: 0,
         }
     }
 
@@ -288,6 +296,32 @@ fn answer(
     let _ = transmit(dev, ends, &headers, &[]);
 }
 
+/// The most requests one held-back ACK stands for: the requester's window moves at least
+/// this often within a long batch.
+const ACK_HOLD: u32 = 32;
+
+/// Sends the ACK that `w` holds back, if any.
+fn flush_ack(dev: &Device<SrdmaDevice>, w: &mut WireResp) {
+    w.held = 0;
+    if let Some((ends, psn, msn)) = w.pending_ack.take() {
+        ack(dev, &ends, psn, msn);
+    }
+}
+
+/// Sends the ACKs held back for `qps` (the receive thread, at the end of its batch); a QP that
+/// left RTR and RTS meanwhile answers nothing.
+pub(crate) fn flush_acks(dev: &Device<SrdmaDevice>, qps: &[Arc<QpShared>]) {
+    for q in qps {
+        let mut w = q.wire.lock();
+        if q.is_alive() && matches!(q.state(), QpState::Rtr | QpState::Rts) {
+            flush_ack(dev, &mut w);
+        } else {
+            w.pending_ack = None;
+            w.held = 0;
+        }
+    }
+}
+
 fn ack(dev: &Device<SrdmaDevice>, ends: &Ends, psn: u32, msn: u32) {
     let aeth = Aeth {
         syndrome: SYNDROME_ACK,
@@ -341,6 +375,9 @@ pub(crate) fn request(
     qp.counters.received();
     let epsn = qp.epsn.load(Ordering::Relaxed);
     let ahead = psn.wrapping_sub(epsn) & PSN_MASK;
+    if ahead != 0 || place(op).is_none() {
+        flush_ack(dev, &mut w);
+    }
     if ahead != 0 {
         if !rc {
             // UC: what was under way is lost; a new message may start here.
@@ -407,16 +444,23 @@ pub(crate) fn request(
                 w.msn = w.msn.wrapping_add(1) & PSN_MASK;
             }
             if rc && h.bth.ack_req && place(op).is_some() {
-                ack(dev, &ends, psn, w.msn);
+                let first = w.pending_ack.is_none();
+                w.pending_ack = Some((ends, psn, w.msn));
+                w.held += 1;
+                if w.held >= ACK_HOLD || (first && dev.worker().ack_later(qp.clone()).is_err()) {
+                    flush_ack(dev, &mut w);
+                }
             }
         }
         // The QP left RTR or RTS (destroyed, or moved to the error state) while the request was
         // under way: nothing answers, as for a QP that is gone; the requester times out.
         Err(Refusal::Drop) => {
+            flush_ack(dev, &mut w);
             w.abandon(qp);
             return Err(Dropped::NotOurs);
         }
         Err(Refusal::Nak(nak)) if rc => {
+            flush_ack(dev, &mut w);
             let aeth = Aeth {
                 syndrome: nak_syndrome(nak),
                 msn: w.msn,
