@@ -140,7 +140,7 @@ pub(crate) struct WireResp {
     spare: Option<Taken>,
     /// The ACK (its ends, PSN and MSN) that the receive thread sends at the end of its batch
     /// of packets, unless another answer to the QP or [`ACK_HOLD`] requests send it first: the
-    /// ACK of a later request stands for the earlier ones (coalescing, IBA 9.7.5.1.1).
+    /// ACK of a later request stands for the earlier ones (a coalesced acknowledgment).
     pending_ack: Option<(Ends, u32, u32)>,
     /// The requests that `pending_ack` stands for.
     held: u32,
