@@ -313,12 +313,10 @@ fn flush_ack(dev: &Device<SrdmaDevice>, w: &mut WireResp) {
 pub(crate) fn flush_acks(dev: &Device<SrdmaDevice>, qps: &[Arc<QpShared>]) {
     for q in qps {
         let mut w = q.wire.lock();
-        if q.is_alive() && matches!(q.state(), QpState::Rtr | QpState::Rts) {
-            flush_ack(dev, &mut w);
-        } else {
+        if !q.is_alive() || !matches!(q.state(), QpState::Rtr | QpState::Rts) {
             w.pending_ack = None;
-            w.held = 0;
         }
+        flush_ack(dev, &mut w);
     }
 }
 
