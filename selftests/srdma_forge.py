@@ -119,6 +119,20 @@ the SEND's last PSN, one the target has not sent yet; then answers as a real res
 (an ACK of all that arrived in order whenever a packet asks for one, or nothing came for half
 a second). Prints "held N" (the packets that came before the forged ACK), "all N" (the distinct
 PSNs that came in all, at most 1024), then the target's "send ..." line and last line.
+
+    srdma_forge.py coalesce SRC_IP DST_IP TARGET_COMMAND...
+
+sends requests in bursts (the shell holds the packets back and lets them go together, so that
+they reach the target's receive thread in few batches): 40 one-byte RDMA WRITEs asking for an
+ACK (byte i + 1 at offset i), then WRITEs at PSNs 0x28 and 0x29 (relative to the first), a
+READ of 16 bytes at 0x2a, WRITEs at 0x2b, 0x2c and 0x2d (the last asking for no ACK), a
+duplicate of the fourth WRITE with another byte, and a WRITE with a wrong rkey at 0x2e.
+Prints "stream N LAST MSN GAP ORDER" for the first burst: the ACKs that came, the PSN (hex)
+and MSN of the last, the most requests one ACK stood for and "ordered" when every answer was
+an ACK, their PSNs rising and each MSN the count of WRITEs up to it ("disordered" if not);
+then "mixed ANSWERS" for the second burst as atomic_write prints them, but for the ACKs of
+0x28 and 0x2b, which come or not as the batches fall ("mixed_all" has them); then the
+target's memory and QP state as "end HEX N".
 """
 import select
 import socket
@@ -129,7 +143,7 @@ import time
 import zlib
 
 TARGET_MODES = ("read", "replay", "stale", "gap", "rnr", "atomic_write", "abandon", "closed",
-                "seqnak", "nakack", "uc", "unsent")
+                "seqnak", "nakack", "uc", "unsent", "coalesce")
 MODE = (
     sys.argv[1] if sys.argv[1] in TARGET_MODES else (sys.argv[6] if len(sys.argv) > 6 else "drops")
 )
@@ -738,6 +752,59 @@ def unsent_main():
     target.echo_last()
 
 
+def coalesce_main():
+    t = Target()
+    raw, rx = raw_sockets()
+    p = OUR_PSN
+
+    def write(psn, offset, value, ack_req=True, key=None):
+        reth = struct.pack("!QII", t.va + offset, t.rkey if key is None else key, 1)
+        send(raw, bth(RC_WRITE_ONLY, t.qpn, psn, 1, ack_req=ack_req) + reth + bytes([value]) +
+             b"\0" * 3)
+
+    def collect(last):
+        """The answers until one for PSN `last` that ends the burst (an ACK of it, or a NAK),
+        at most 5 s: [(opcode, psn, syndrome, msn)], no syndrome or MSN for a READ RESPONSE
+        MIDDLE."""
+        got = []
+        for op, _flags, psn, tr in arrivals(rx, 5):
+            if op not in ANSWERS:
+                continue
+            syn = None if op == RC_READ_MIDDLE else tr[12]
+            got.append((op, psn, syn, None if syn is None else int.from_bytes(tr[13:16], "big")))
+            if op == RC_ACK and psn == last & 0xFFFFFF:
+                break
+        return got
+
+    writes = 40
+    for i in range(writes):
+        write(p + i, i, i + 1)
+    got = collect(p + writes - 1)
+    acks = [(psn - p, msn) for op, psn, syn, msn in got if op == RC_ACK and syn >> 5 == 0]
+    ordered = len(acks) == len(got) and all(msn == rel + 1 for rel, msn in acks) and all(
+        a[0] < b[0] for a, b in zip(acks, acks[1:]))
+    gap = max((b[0] - a[0] for a, b in zip([(-1, 0)] + acks, acks)), default=0)
+    print("stream", len(acks), "%x" % (p + acks[-1][0]) if acks else "-",
+          acks[-1][1] if acks else "-", gap, "ordered" if ordered else "disordered", flush=True)
+
+    q = p + writes
+    write(q, 16, 0x81)
+    write(q + 1, 17, 0x82)
+    send(raw, bth(RC_READ_REQUEST, t.qpn, q + 2, 0) + struct.pack("!QII", t.va, t.rkey, 16))
+    write(q + 3, 18, 0x83)
+    write(q + 4, 19, 0x84)
+    write(q + 5, 20, 0x85, ack_req=False)
+    write(p + 3, 3, 0xEE)
+    write(q + 6, 21, 0x86, key=t.rkey ^ 0x100)
+    got = collect(q + 6)
+    optional = {(RC_ACK, q & 0xFFFFFF), (RC_ACK, (q + 3) & 0xFFFFFF)}
+    print("mixed", show([(op, psn, syn, b"") for op, psn, syn, _ in got
+                         if syn is None or syn >> 5 != 0 or (op, psn) not in optional]),
+          flush=True)
+    print("mixed_all", show([(op, psn, syn, b"") for op, psn, syn, _ in got]), flush=True)
+    print("end", t.end(), flush=True)
+
+
 def main():
     before = sent_pkts()
     conn, qpn, psn = exchange()
@@ -825,5 +892,7 @@ elif MODE == "uc":
     uc_main()
 elif MODE == "unsent":
     unsent_main()
+elif MODE == "coalesce":
+    coalesce_main()
 else:
     main()

@@ -356,6 +356,32 @@ if prog srdma_target; then
 		check_eq "$what" \
 			"11/1000/${c#*:} $flushed" "$(answer "${c%:*}")"
 	done
+
+	# One ACK for the requests of a batch (srdma_forge.py coalesce): netem holds the forged
+	# requests back and lets each burst go at once, so that they reach srdma's receive thread
+	# in few batches. The ACKs stand for the WRITEs before them, in order, none for more than
+	# 32; any other answer (a READ response, a duplicate's ACK, a NAK) comes after the ACK of
+	# the requests before it, never before it.
+	if tc qdisc add dev "$R" root netem slot 300ms 300ms 2>/dev/null; then
+		timeout 120 python3 "$(dirname "$0")/srdma_forge.py" coalesce "$FORGE_IP" \
+			"$SRDMA_IP" ip netns exec "$NS" "$PROG" srdma_w "$sg" >"$out_f" 2>&1
+		tc qdisc del dev "$R" root
+		[ -n "$(answer end)" ] || diag "forger: $(cat "$out_f")"
+		read -r acks last msn most order <<<"$(answer stream)"
+		check_eq "40 WRITEs in a burst: the last ACK names the last, MSN 40" "1027 40" \
+			"$last $msn"
+		check_eq "... every answer an ACK, in order, each MSN the WRITEs up to it" ordered \
+			"$order"
+		check "... no ACK stands for more than 32 WRITEs (most: $most)" \
+			awk -v n="$most" 'BEGIN { exit !(n >= 1 && n <= 32) }'
+		check "... fewer ACKs than WRITEs ($acks)" test "${acks:-40}" -lt 40
+		check_eq "a READ, a duplicate and a NAK among WRITEs: each after the ACK before it" \
+			"11/1029/ack 10/102a/ack 11/102c/ack 11/102d/ack 11/102e/62" "$(answer mixed)"
+		check_eq "the duplicate wrote nothing, the wrong key failed the QP" \
+			"0102030405060708090a0b0c0d0e0f10 6" "$(answer end)"
+	else
+		skip "ACKs of a burst" "no netem slot (tc qdisc ... netem slot)"
+	fi
 	rm -f "$out_f"
 fi
 ip addr del "$FORGE_IP/24" dev "$R"
