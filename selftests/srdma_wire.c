@@ -6,6 +6,8 @@
  *    bytes compared;
  *  - a WQE posted while srdma's completer sends an 8 MiB message returns at once, and
  *    completes after it;
+ *  - RDMA WRITEs each posted as the one before completed, and RDMA WRITEs posted by four
+ *    threads at once on one QP: each completes, in the order its thread posted it;
  *  - an RDMA WRITE on a second QP completes while the first QP sends 8 MiB;
  *  - a QP reused after RESET while its first connection still had a WQE in flight: the second
  *    connection runs from a clean start, and nothing of the first comes back;
@@ -40,6 +42,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +372,104 @@ static void post_after_completion(struct end *r, struct end *d)
 	       CHAIN_N, r->name, d->name, done, slowest);
 	ibv_destroy_qp(s);
 	ibv_destroy_qp(p);
+}
+
+/* The threads of posted_from_threads(), the WRITEs each posts and how many it keeps out. */
+#define POSTERS 4
+#define POSTER_N 500
+#define POSTER_OUT 8
+
+struct poster {
+	pthread_t t;
+	struct ibv_qp *qp;
+	struct end *r, *d;
+	int id;
+	/* Completions of the thread's WRITEs, counted by the polling thread. */
+	int done;
+	/* Set by the polling thread when it gives up. */
+	int stop;
+	int failed;
+};
+
+/* Posts POSTER_N one-byte WRITEs, at most POSTER_OUT of them uncompleted at a time. */
+static void *poster(void *arg)
+{
+	struct poster *p = arg;
+
+	for (int i = 0; i < POSTER_N; i++) {
+		while (i - __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) >= POSTER_OUT) {
+			if (__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+				p->failed = 1;
+				return NULL;
+			}
+		}
+		if (post_send(p->qp, p->r, IBV_WR_RDMA_WRITE, (uint64_t)p->id << 32 | i,
+			      p->r->buf + p->id, 1, (uintptr_t)(p->d->buf + BIG + p->id),
+			      p->d->mr->rkey, IBV_SEND_SIGNALED)) {
+			p->failed = 1;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * RDMA WRITEs from r to d posted by POSTERS threads at once on one QP, while this thread polls
+ * the completions: the threads' posts interleave in the send queue, and their doorbells may
+ * find it held by the receive thread that runs it for each acknowledgment. None may be left
+ * behind: a thread whose WQEs stop completing stops posting, and with nothing else in flight
+ * no timer would send them. Each thread's completions come in the order it posted.
+ */
+static void posted_from_threads(struct end *r, struct end *d)
+{
+	struct poster p[POSTERS] = {};
+	struct ibv_qp *s, *q;
+	double last, stall = 0;
+	int started = 0, total = 0, bad = 0, landed = 1;
+
+	if (rc_pair(r, d, 700, 800, &s, &q)) {
+		result(0, "posted from threads: an RC QP on each device, connected");
+		return;
+	}
+	for (int i = 0; i < POSTERS; i++) {
+		r->buf[i] = (char)(0x40 + i);
+		d->buf[BIG + i] = 0;
+		p[i] = (struct poster){ .qp = s, .r = r, .d = d, .id = i };
+		started += !pthread_create(&p[i].t, NULL, poster, &p[i]);
+		if (started <= i)
+			break;
+	}
+	last = now();
+	while (started == POSTERS && total < POSTERS * POSTER_N && now() - last < 5) {
+		struct ibv_wc wc;
+		unsigned int id;
+
+		if (ibv_poll_cq(r->cq, 1, &wc) != 1)
+			continue;
+		if (now() - last > stall)
+			stall = now() - last;
+		last = now();
+		id = wc.wr_id >> 32;
+		if (wc.status != IBV_WC_SUCCESS || id >= POSTERS ||
+		    (uint32_t)wc.wr_id != (uint32_t)p[id].done) {
+			bad++;
+			break;
+		}
+		__atomic_store_n(&p[id].done, p[id].done + 1, __ATOMIC_RELEASE);
+		total++;
+	}
+	for (int i = 0; i < POSTERS; i++)
+		__atomic_store_n(&p[i].stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < started; i++) {
+		pthread_join(p[i].t, NULL);
+		bad += p[i].failed;
+		landed &= d->buf[BIG + i] == (char)(0x40 + i);
+	}
+	result(started == POSTERS && total == POSTERS * POSTER_N && !bad && landed,
+	       "%d WRITEs, %s -> %s, posted by %d threads at once on one QP: %d completed in each thread's order, all landed (longest wait %.3f s)",
+	       POSTERS * POSTER_N, r->name, d->name, POSTERS, total, stall);
+	ibv_destroy_qp(s);
+	ibv_destroy_qp(q);
 }
 
 /*
@@ -926,6 +1027,8 @@ int main(int argc, char **argv)
 	post_while_sending();
 	post_after_completion(&ends[0], &ends[1]);
 	post_after_completion(&ends[1], &ends[0]);
+	posted_from_threads(&ends[0], &ends[1]);
+	posted_from_threads(&ends[1], &ends[0]);
 	short_beside_long();
 	inline_messages();
 	reuse_after_reset();
