@@ -31,6 +31,7 @@ fi
 # The root filesystem is the host's: what builds here runs in the VM.
 cc -O2 -Wall -pthread -o "$out/bin/limits" "$top/tools/bench/limits.c"
 cc -O2 -Wall -o "$out/bin/inline" "$top/tools/bench/inline.c" -libverbs
+cc -O2 -Wall -o "$out/bin/batch" "$top/tools/bench/batch.c" -libverbs
 
 # The guest does not inherit this environment: the settings go on its command line.
 settings=(BENCH_QUICK="$quick" BENCH_KERNEL_KIND="$kind"

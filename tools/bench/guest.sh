@@ -267,6 +267,21 @@ for r in $(seq "$runs"); do
 	done
 done
 
+# The same WRITEs posted one per ibv_post_send, in lists, and in the extended API's batches
+# (tools/bench/batch.c: perftest takes that API only for devices it knows), on the devices
+# connected by GID: siw connects through rdma_cm only.
+for r in $(seq "$runs"); do
+	for v in "${ready[@]}"; do
+		use "$v"
+		[ -n "$GID_INDEX" ] || continue
+		echo "bench: $v: post API batches run $r/$runs"
+		# shellcheck disable=SC2086
+		timeout 300 "$bin/batch" $quick "$SRV_DEV" "$CLI_DEV" "$GID_INDEX" \
+			> "$out/raw/$v/batch-r$r.txt" 2>&1 ||
+			echo "bench: $v: batch failed: $(tail -3 "$out/raw/$v/batch-r$r.txt")"
+	done
+done
+
 for v in "${ready[@]}"; do
 	use "$v"
 	dir=$out/raw/$v

@@ -19,77 +19,22 @@
  * The ping-pong runs in one thread: A posts, B's receive is polled, B posts back. It compares
  * the two modes on one device; it is not a replacement for ib_send_lat's two processes.
  */
-#include <infiniband/verbs.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+
+#include "rc_pair.h"
 
 #define DEPTH 64
 #define MAX_SIZE (1 << 20)
 
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	char *buf;
-	union ibv_gid gid;
-};
-
-static int gid_index;
 static unsigned int max_inline;
 
-static void die(const char *what)
+/* The QP of s, with the most inline data the device grants, up to srdma's 1024 bytes. */
+static void create_qp(struct side *s)
 {
-	fprintf(stderr, "inline: %s failed\n", what);
-	exit(1);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
-static void open_side(struct side *s, const char *name)
-{
-	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC, .send_cq = s->cq, .recv_cq = s->cq,
 				       .cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 
-	s->ctx = open_dev(name);
-	if (!s->ctx)
-		die(name);
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 4 * DEPTH, NULL, NULL, 0);
-	s->buf = aligned_alloc(4096, MAX_SIZE);
-	if (!s->pd || !s->cq || !s->buf)
-		die("pd/cq/buffer");
-	memset(s->buf, 0x5a, MAX_SIZE);
-	s->mr = ibv_reg_mr(s->pd, s->buf, MAX_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!s->mr || ibv_query_gid(s->ctx, 1, gid_index, &s->gid))
-		die("reg_mr/query_gid");
-	ia.send_cq = ia.recv_cq = s->cq;
-	/* The most inline data the device grants, up to srdma's 1024 bytes. */
 	for (unsigned int want = 1024;; want /= 2) {
 		ia.cap.max_inline_data = want;
 		s->qp = ibv_create_qp(s->pd, &ia);
@@ -100,31 +45,6 @@ static void open_side(struct side *s, const char *name)
 		die("create_qp");
 	if (!max_inline || ia.cap.max_inline_data < max_inline)
 		max_inline = ia.cap.max_inline_data;
-}
-
-static void connect_qp(struct side *s, struct side *peer)
-{
-	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	if (ibv_modify_qp(s->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					 IBV_QP_ACCESS_FLAGS))
-		die("modify_qp INIT");
-	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				   .dest_qp_num = peer->qp->qp_num, .max_dest_rd_atomic = 1,
-				   .min_rnr_timer = 1,
-				   .ah_attr = { .is_global = 1, .port_num = 1,
-						.grh = { .dgid = peer->gid, .sgid_index = gid_index,
-							 .hop_limit = 64 } } };
-	if (ibv_modify_qp(s->qp, &qa, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("modify_qp RTR");
-	qa = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-				   .rnr_retry = 7, .max_rd_atomic = 1 };
-	if (ibv_modify_qp(s->qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify_qp RTS");
 }
 
 /* Receives take any size: one stays posted on each side between the latency runs. */
@@ -149,26 +69,6 @@ static void post(struct side *s, struct side *peer, enum ibv_wr_opcode op, uint3
 	wr.wr.rdma.rkey = peer->mr->rkey;
 	if (ibv_post_send(s->qp, &wr, &bad))
 		die("post_send");
-}
-
-/* Waits for n completions on s's CQ; every one must be a success. */
-static void reap(struct side *s, int n)
-{
-	struct ibv_wc wc[16];
-
-	while (n > 0) {
-		int got = ibv_poll_cq(s->cq, n < 16 ? n : 16, wc);
-
-		if (got < 0)
-			die("poll_cq");
-		for (int i = 0; i < got; i++)
-			if (wc[i].status != IBV_WC_SUCCESS) {
-				fprintf(stderr, "inline: completion error %s\n",
-					ibv_wc_status_str(wc[i].status));
-				exit(1);
-			}
-		n -= got;
-	}
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -234,9 +134,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	prog = "inline";
 	gid_index = atoi(argv[arg + 2]);
-	open_side(&a, argv[arg]);
-	open_side(&b, argv[arg + 1]);
+	open_side(&a, argv[arg], 4 * DEPTH, MAX_SIZE);
+	open_side(&b, argv[arg + 1], 4 * DEPTH, MAX_SIZE);
+	create_qp(&a);
+	create_qp(&b);
 	connect_qp(&a, &b);
 	connect_qp(&b, &a);
 	post_recv(&a);

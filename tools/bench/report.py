@@ -113,6 +113,7 @@ class Data:
         self.sizes = sorted(self.sizes)
         self.limits = self._limits()
         self.crossover = self._crossover()
+        self.batches = self._batches()
 
     def _counters(self, key, run, path):
         """Keeps the trouble counters that moved during one run."""
@@ -177,6 +178,28 @@ class Data:
             else None
         )
         return lim
+
+    def _batches(self):
+        """variant -> {"rate": {mode: [Mpps per run]}, "skip": {mode: reason}} from batch.c."""
+        res = {}
+        for v in self.variants:
+            d = os.path.join(self.out, "raw", v)
+            if not os.path.isdir(d):
+                continue
+            x = {"rate": defaultdict(list), "skip": {}}
+            for f in sorted(os.listdir(d)):
+                if not f.startswith("batch-r"):
+                    continue
+                with open(os.path.join(d, f)) as fh:
+                    for line in fh:
+                        w = line.split()
+                        if w[:1] == ["rate"] and len(w) == 3:
+                            x["rate"][w[1]].append(float(w[2]))
+                        elif w[:1] == ["skip"] and len(w) > 2:
+                            x["skip"][w[1]] = " ".join(w[2:])
+            if x["rate"] or x["skip"]:
+                res[v] = x
+        return res
 
     def _crossover(self):
         """variant -> {"max_inline": n, (kind, mode, size): [figures...], "skip": [...]}."""
@@ -524,6 +547,38 @@ def write_markdown(d, path):
             row = [v] + [cell(*figs[m]) for m in msg_modes]
             base = figs.get("l1q1", (None, None))[0]
             row += [ratio(figs[m][0], base) for m in msg_modes if m != "l1q1"]
+            L.append("| " + " | ".join(row) + " |")
+        L.append("")
+
+    if d.batches:
+        modes = ["post1", "list32", "wr1", "wr32"]
+        L.append("## Message rate by post API (64 B RDMA WRITE)")
+        L.append("")
+        L.append(
+            "Mpps; tools/bench/batch.c: one process, an RC QP on each device, 128 WRITEs in "
+            "flight at most. `post1`: one ibv_post_send per WRITE, each signalled; `list32`: "
+            "lists of 32 per ibv_post_send, the last signalled; `wr1` and `wr32`: the extended "
+            "API (ibv_wr_start, ibv_wr_rdma_write and ibv_wr_set_sge per WRITE, "
+            "ibv_wr_complete) with one and with 32 WRITEs per batch, signalled alike. perftest "
+            "takes the extended API only for devices it knows by vendor ID; siw connects "
+            "through rdma_cm only, so it is not here. The gain is over `post1` of the same "
+            "device."
+        )
+        L.append("")
+        L.append("| Device | " + " | ".join(modes) + " | " +
+                 " | ".join(f"{m}/post1" for m in modes[1:]) + " |")
+        L.append("|---|" + "---|" * (2 * len(modes) - 1))
+        for v, x in d.batches.items():
+            figs = {}
+            for m in modes:
+                vals = x["rate"].get(m)
+                figs[m] = ((statistics.median(vals), (min(vals), max(vals))) if vals
+                           else (None, None))
+            row = [v]
+            for m in modes:
+                row.append(cell(*figs[m]) if figs[m][0] is not None
+                           else "n/a" + (f" ({x['skip'][m]})" if m in x["skip"] else ""))
+            row += [ratio(figs[m][0], figs["post1"][0]) for m in modes[1:]]
             L.append("| " + " | ".join(row) + " |")
         L.append("")
 
