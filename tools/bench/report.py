@@ -179,24 +179,27 @@ class Data:
         )
         return lim
 
+    def _raw_lines(self, v, prefix):
+        """The lines of variant v's raw files named PREFIX-rN (one per run), split in words."""
+        d = os.path.join(self.out, "raw", v)
+        if not os.path.isdir(d):
+            return
+        for f in sorted(os.listdir(d)):
+            if f.startswith(prefix + "-r"):
+                with open(os.path.join(d, f), errors="replace") as fh:
+                    for line in fh:
+                        yield line.split()
+
     def _batches(self):
         """variant -> {"rate": {mode: [Mpps per run]}, "skip": {mode: reason}} from batch.c."""
         res = {}
         for v in self.variants:
-            d = os.path.join(self.out, "raw", v)
-            if not os.path.isdir(d):
-                continue
             x = {"rate": defaultdict(list), "skip": {}}
-            for f in sorted(os.listdir(d)):
-                if not f.startswith("batch-r"):
-                    continue
-                with open(os.path.join(d, f)) as fh:
-                    for line in fh:
-                        w = line.split()
-                        if w[:1] == ["rate"] and len(w) == 3:
-                            x["rate"][w[1]].append(float(w[2]))
-                        elif w[:1] == ["skip"] and len(w) > 2:
-                            x["skip"][w[1]] = " ".join(w[2:])
+            for w in self._raw_lines(v, "batch"):
+                if w[:1] == ["rate"] and len(w) == 3:
+                    x["rate"][w[1]].append(float(w[2]))
+                elif w[:1] == ["skip"] and len(w) > 2:
+                    x["skip"][w[1]] = " ".join(w[2:])
             if x["rate"] or x["skip"]:
                 res[v] = x
         return res
@@ -205,28 +208,21 @@ class Data:
         """variant -> {"max_inline": n, (kind, mode, size): [figures...], "skip": [...]}."""
         res = {}
         for v in self.variants:
-            d = os.path.join(self.out, "raw", v)
-            if not os.path.isdir(d):
-                continue
-            paths = sorted(
-                os.path.join(d, f) for f in os.listdir(d) if f.startswith("crossover-r")
-            )
-            if not paths:
-                continue
             x = defaultdict(list)
             x["errors"] = []
-            for path in paths:
-                with open(path, errors="replace") as f:
-                    for line in f:
-                        w = line.split()
-                        if w[:1] == ["max_inline"]:
-                            x["max_inline"] = int(w[1])
-                        elif w[:1] in (["lat"], ["bw"]):
-                            x[(w[0], w[1], int(w[2]))].append([float(y) for y in w[3:]])
-                        elif w[:1] == ["skip"]:
-                            pass
-                        elif line.strip():
-                            x["errors"].append(line.strip())
+            seen = False
+            for w in self._raw_lines(v, "crossover"):
+                seen = True
+                if w[:1] == ["max_inline"]:
+                    x["max_inline"] = int(w[1])
+                elif w[:1] in (["lat"], ["bw"]):
+                    x[(w[0], w[1], int(w[2]))].append([float(y) for y in w[3:]])
+                elif w[:1] == ["skip"]:
+                    pass
+                elif w:
+                    x["errors"].append(" ".join(w))
+            if not seen:
+                continue
             res[v] = x
         return res
 
@@ -293,7 +289,7 @@ def write_targets(d, L):
     def q(a, b):
         return a / b if a is not None and b else None
 
-    def ratio(a, b):
+    def runs_ratio(a, b):
         """The ratio of two figures' medians, and the least and most of any run of `a` over
         any run of `b`."""
         (ma, ra), (mb, rb) = a, b
@@ -306,14 +302,14 @@ def write_targets(d, L):
             typ = d.fig(v, t, small, "typical")
             add(v, f"{t} {size_name(small)} typical / limit", q(typ[0], d.limit(t, small)),
                 "≤ 2×", lambda x: x <= 2)
-            value, spread = ratio(typ, d.fig("rxe", t, small, "typical"))
+            value, spread = runs_ratio(typ, d.fig("rxe", t, small, "typical"))
             add(v, f"{t} {size_name(small)} typical / rxe", value, "≤ 0.1×", lambda x: x <= 0.1,
                 spread)
         for t in ("ib_write_bw", "ib_send_bw"):
             add(v, f"{t} {size_name(big)} / limit", q(d.fig(v, t, big, "bw")[0], d.limit(t, big)),
                 "≥ 0.5×", lambda x: x >= 0.5)
         for size in (small, big):
-            value, spread = ratio(d.fig(v, "ib_send_bw", size, "bw"),
+            value, spread = runs_ratio(d.fig(v, "ib_send_bw", size, "bw"),
                                   d.fig(v, "ib_write_bw", size, "bw"))
             add(v, f"ib_send_bw / ib_write_bw, {size_name(size)}", value, "≥ 1×",
                 lambda x: x >= 1, spread)
