@@ -39,8 +39,11 @@ use kernel::{
     types::ARef,
 };
 
+mod burst;
 pub(crate) mod requester;
 pub(crate) mod responder;
+
+pub(crate) use burst::Burst;
 
 /// The receive side of the transport: the tunnel sockets' callback.
 pub(crate) struct Rx;
@@ -195,6 +198,17 @@ pub(crate) fn transmit_with(
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
+    build_with(dev, ends, headers, len, fill)?.send()
+}
+
+/// Builds the packet that [`transmit_with`] sends, to be sent later.
+pub(crate) fn build_with(
+    dev: &Device<SrdmaDevice>,
+    ends: &Ends,
+    headers: &Headers,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result<Ready> {
     trace::srdma_tx(
         ends.dest_qpn,
         headers.bth.opcode.to_byte().into(),
@@ -210,31 +224,31 @@ pub(crate) fn transmit_with(
     let end = bytes.len() - ICRC_LEN;
     let icrc = roce::icrc(&bytes[..end]).ok_or(EINVAL)?;
     bytes[end..].copy_from_slice(&icrc.to_le_bytes());
-    ip::local_out(&out.net, out.skb, out.route)
+    Ok(out.ready())
 }
 
-/// As [`transmit`], for the `len` bytes from byte `at` of `payload`, which leave as fragments
-/// of the packet that refer to the memory's pages: no copy on this side, the network device
-/// (with scatter-gather, as virtio-net) or the peer reads them where they are. Where the memory
-/// cannot go that way (see [`Segments::append_to`]), or the packet has too many pieces, the
-/// payload is copied into the packet instead.
+/// Builds the packet of `headers` and the `len` bytes from byte `at` of `payload`, which leave
+/// as fragments of the packet that refer to the memory's pages: no copy on this side, the
+/// network device (with scatter-gather, as virtio-net) or the peer reads them where they are.
+/// Where the memory cannot go that way (see [`Segments::append_to`]), or the packet has too
+/// many pieces, the payload is copied into the packet instead.
 ///
 /// The pages are read when the packet leaves, so only a sender that learns of the delivery
 /// from the peer (an RC requester: the WQE completes at the ACK) may send this way; a sender
 /// that completes at once (UC, UD) would let its user reuse the memory before it left.
-pub(crate) fn transmit_pages(
+pub(crate) fn build_pages(
     dev: &Device<SrdmaDevice>,
     ends: &Ends,
     headers: &Headers,
     payload: &Segments,
     at: usize,
     len: usize,
-) -> Result {
+) -> Result<Ready> {
     let pad = (4 - len % 4) % 4;
     let mut out = Outgoing::new(dev, ends, headers, 0)?;
     if len == 0 || payload.append_to(at, len, &mut out.skb).is_err() {
         drop(out);
-        return transmit_with(dev, ends, headers, len, |buf| payload.read(at, buf));
+        return build_with(dev, ends, headers, len, |buf| payload.read(at, buf));
     }
     trace::srdma_tx(
         ends.dest_qpn,
@@ -251,7 +265,7 @@ pub(crate) fn transmit_pages(
     let mut trailer = [0u8; 3 + ICRC_LEN];
     trailer[pad..pad + ICRC_LEN].copy_from_slice(&icrc.value().to_le_bytes());
     out.skb.write_tail(&trailer[..pad + ICRC_LEN])?;
-    ip::local_out(&out.net, out.skb, out.route)
+    Ok(out.ready())
 }
 
 /// A packet being built: its buffer, holding the transport headers, and where it goes.
@@ -301,6 +315,29 @@ impl Outgoing {
             roce::UDP_PORT,
         )?;
         self.ip.push(&mut self.skb, &self.net)
+    }
+
+    /// The packet, whole once its headers are pushed.
+    fn ready(self) -> Ready {
+        Ready {
+            skb: self.skb,
+            net: self.net,
+            route: self.route,
+        }
+    }
+}
+
+/// A packet whole and routed, for the IP layer.
+pub(crate) struct Ready {
+    skb: SkBuff,
+    net: ARef<net::namespace::Net>,
+    route: ip::Route,
+}
+
+impl Ready {
+    /// Hands the packet to the IP layer; in atomic context too.
+    pub(crate) fn send(self) -> Result {
+        ip::local_out(&self.net, self.skb, self.route)
     }
 }
 

@@ -19,7 +19,9 @@
 //! everything in flight is sent again from the oldest (go-back-N), `retry_cnt` times, and
 //! then the oldest fails with `RETRY_EXC_ERR`. UC WQEs complete once their packets are out.
 
-use super::{responder::mtu_bytes, transmit_pages, transmit_with, Arrived, Dropped, Ends};
+use super::{
+    build_pages, build_with, responder::mtu_bytes, transmit_with, Arrived, Burst, Dropped, Ends,
+};
 use crate::{
     clock::Now,
     comp::{self, Judged},
@@ -43,7 +45,6 @@ use kernel::{
         Device,
     },
     sync::Arc,
-    task::cond_resched,
     time::Ktime,
 };
 
@@ -508,6 +509,7 @@ fn send_packets(
     } else {
         from.wrapping_sub(f.first_psn) & PSN_MASK
     };
+    let mut burst = Burst::new();
     for i in begin..f.psns_sent {
         let psn = f.first_psn.wrapping_add(i) & PSN_MASK;
         let at = i as usize * pmtu;
@@ -550,16 +552,21 @@ fn send_packets(
         q.counters.send.inc(Counter::SentPkts);
         // RC learns of the delivery from the ACK, so the pages may leave as they are; UC
         // completes at once, so its payload is copied out now.
-        let sent = if service == Service::Rc {
-            transmit_pages(dev, ends, &headers, data, at, n)
+        let built = if service == Service::Rc {
+            build_pages(dev, ends, &headers, data, at, n)
         } else {
-            transmit_with(dev, ends, &headers, n, |buf| data.read(at, buf))
+            build_with(dev, ends, &headers, n, |buf| data.read(at, buf))
+        };
+        let sent = match built {
+            Ok(p) => burst.push(p),
+            // The packets before it still go.
+            Err(e) => burst.flush().and(Err(e)),
         };
         sent.inspect_err(|_| q.counters.send.inc(Counter::TxErrors))?;
-        // A message may be gigabytes of packets, and a retransmission sends them again.
-        cond_resched();
     }
-    Ok(())
+    burst
+        .flush()
+        .inspect_err(|_| q.counters.send.inc(Counter::TxErrors))
 }
 
 fn op(service: Service, operation: Operation) -> Result<Opcode> {

@@ -17,7 +17,7 @@
 //! key and range of the one it repeats, so that a small packet cannot make the responder send
 //! more than it was asked for once.
 
-use super::{transmit, transmit_with, Arrived, Dropped, Ends};
+use super::{build_with, transmit, Arrived, Burst, Dropped, Ends};
 use crate::{
     comp::complete,
     counters::Counter,
@@ -39,7 +39,6 @@ use kernel::{
         Device,
     },
     sync::Arc,
-    task::cond_resched,
 };
 
 /// What the responder keeps of a READ or atomic it carried out, to answer its duplicates: a
@@ -732,6 +731,7 @@ fn send_read_responses(
     msn: u32,
 ) -> core::result::Result<u32, Nak> {
     let packets = len.div_ceil(pmtu).max(1);
+    let mut burst = Burst::new();
     for i in 0..packets {
         let at = i * pmtu;
         let n = (len - at.min(len)).min(pmtu);
@@ -755,17 +755,23 @@ fn send_read_responses(
         };
         // The data goes from the responder's memory straight into the packet.
         let mut unreadable = false;
-        let _ = transmit_with(dev, ends, &headers, n, |out| match source {
+        let built = build_with(dev, ends, &headers, n, |out| match source {
             Some(src) => src.read(at, out).inspect_err(|_| unreadable = true),
             None => Ok(()),
         });
         if unreadable {
+            // The responses before it still go; the NAK follows them.
+            let _ = burst.flush();
             return Err(Nak::RemoteAccess);
         }
-        // A READ may ask for a whole MR (again, as a duplicate): the receive thread gives the
-        // CPU up between packets when the scheduler asks.
-        cond_resched();
+        // A response that could not be built or sent is lost, as on a wire; the requester
+        // asks again. A READ may ask for a whole MR (again, as a duplicate): each burst gives
+        // the CPU up when the scheduler asks.
+        if let Ok(p) = built {
+            let _ = burst.push(p);
+        }
     }
+    let _ = burst.flush();
     Ok(packets as u32)
 }
 
