@@ -63,8 +63,9 @@ pub(crate) const PORT: u32 = 1;
 /// The per-device state of srdma.
 pub(crate) struct SrdmaDevice {
     /// Where the device's engine work items run (posted kernel work, retries). First, with
-    /// [`SrdmaDevice::poll_queue`] and [`SrdmaDevice::rx_thread`], so that dropping the device
-    /// drains them (their last runs find the device unregistered) before anything else goes.
+    /// the poller's queue and the receive thread, so that dropping the device drains the queues
+    /// (their last runs find the device unregistered) and stops the thread before anything
+    /// else goes.
     queue: OwnedQueue,
     /// Where the doorbell poller runs. Not on the engine's queue: its workers have the
     /// highest priority, and a poller that busy-polls there would starve the CPU's
@@ -76,7 +77,7 @@ pub(crate) struct SrdmaDevice {
     /// on its CPU has used its slice (a tick or more); one with a shorter slice preempts it.
     /// A real-time thread would too, but is woken on the CPU it last ran on even when another
     /// is idle, and with it small messages on the wire went slower.
-    rx_thread: kthread::Worker,
+    _rx_thread: kthread::Thread,
     /// The node GUID, EUI-64 from the network device's MAC address, in wire order.
     guid: [u8; 8],
     /// Whether the port was last reported active, so each transition is reported once.
@@ -123,6 +124,7 @@ impl SrdmaDevice {
         ndev: ARef<net::device::Device>,
         tunnel: Option<Tunnel>,
     ) -> Result<Self> {
+        let worker = Worker::new(ndev.clone())?;
         Ok(Self {
             // The engine stands in for a NIC: at normal priority a busy-polling application
             // on the worker's CPU keeps received packets waiting for a scheduler slice or more.
@@ -132,13 +134,17 @@ impl SrdmaDevice {
                 0,
             )?,
             poll_queue: OwnedQueue::new(c_str!("srdma_poll"), QueueFlags::UNBOUND, 0)?,
-            rx_thread: {
-                let rx = kthread::Worker::new(&CString::try_from_fmt(fmt!("{name}-rx"))?)?;
+            _rx_thread: {
+                let w = worker.clone();
+                let rx = kthread::Thread::spawn(
+                    &CString::try_from_fmt(fmt!("{name}-rx"))?,
+                    move |running| w.receive(running),
+                )?;
                 rx.set_normal_slice(-20, RX_SLICE_NS)?;
                 rx
             },
             kernel_db: new_pool()?,
-            worker: Worker::new(ndev.clone())?,
+            worker,
             poller: Poller::new(ndev)?,
             doorbell_mode: AtomicU32::new(default_doorbell_mode()),
             guid,
@@ -175,10 +181,6 @@ impl SrdmaDevice {
 
     pub(crate) fn queue(&self) -> &Queue {
         &self.queue
-    }
-
-    pub(crate) fn rx_thread(&self) -> &kthread::Worker {
-        &self.rx_thread
     }
 
     pub(crate) fn poll_queue(&self) -> &Queue {

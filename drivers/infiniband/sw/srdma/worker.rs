@@ -14,19 +14,21 @@
 //! and no worker sleeps meanwhile. Setting a QP's time queues that work (which arms the timer)
 //! only when the time comes before the one the timer is armed for: on the wire every pass over
 //! a busy send queue moves its retransmission time later, and a hop through the worker for each
-//! would cost a wake-up and two context switches per message. A third takes the packets the
-//! RoCEv2 transport received (in softirq context, where the engine cannot run either) to the
-//! responder and completer, on the device's receive thread.
+//! would cost a wake-up and two context switches per message. The device's receive thread
+//! ([`Worker::receive`]) takes the packets the RoCEv2 transport received (in softirq context,
+//! where the engine cannot run either) to the responder and completer.
 
 use crate::{device::SrdmaDevice, qp::QpShared, req, transport::roce};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    impl_has_hr_timer, impl_has_kthread_work, impl_has_work, kthread, net,
+    impl_has_hr_timer, impl_has_work,
+    kthread::Running,
+    net,
     net::skb::SkBuff,
-    new_spinlock, new_spinlock_irqsave, new_work,
+    new_condvar, new_spinlock, new_spinlock_irqsave, new_work,
     prelude::*,
     rdma::Device,
-    sync::{Arc, ArcBorrow, SpinLock, SpinLockIrqSave},
+    sync::{Arc, ArcBorrow, CondVar, SpinLock, SpinLockIrqSave},
     time::{
         hrtimer::{HrTimer, HrTimerCallback},
         Ktime,
@@ -35,10 +37,9 @@ use kernel::{
     workqueue::{Queue, Work, WorkItem},
 };
 
-/// Work item IDs: posted work, RNR retries, received packets.
+/// Work item IDs: posted work, RNR retries.
 const POSTED: u64 = 0;
 const RETRY: u64 = 1;
-const RECEIVED: u64 = 2;
 
 /// The most received packets waiting for the engine; more are dropped (and counted), as a NIC
 /// drops what its receive ring cannot hold.
@@ -75,11 +76,12 @@ pub(crate) struct Worker {
     /// Queues the retry work when the earliest of [`Worker::retries`] is due.
     #[pin]
     timer: HrTimer<Worker>,
-    #[pin]
-    rx_work: kthread::Work<Worker, RECEIVED>,
     /// Packets from the wire, queued in softirq context.
     #[pin]
     rx: SpinLockIrqSave<KVec<SkBuff>>,
+    /// Where the receive thread waits for packets.
+    #[pin]
+    rx_ready: CondVar,
     /// Packets dropped because [`Worker::rx`] was full; the receive work counts them.
     rx_overflow: AtomicU64,
     /// The QPs whose responder holds back an ACK until the receive thread's batch ends.
@@ -92,10 +94,6 @@ pub(crate) struct Worker {
 impl_has_work! {
     impl HasWork<Self, POSTED> for Worker { self.work }
     impl HasWork<Self, RETRY> for Worker { self.retry_work }
-}
-
-impl_has_kthread_work! {
-    impl HasWork<RECEIVED> for Worker { self.rx_work }
 }
 
 impl_has_hr_timer! {
@@ -127,8 +125,8 @@ impl Worker {
                     "srdma::Worker::retries"
                 ),
                 timer <- HrTimer::new(),
-                rx_work <- kthread::Work::new(),
                 rx <- new_spinlock_irqsave!(KVec::new(), "srdma::Worker::rx"),
+                rx_ready <- new_condvar!("srdma::Worker::rx_ready"),
                 rx_overflow: AtomicU64::new(0),
                 acks <- new_spinlock!(KVec::new(), "srdma::Worker::acks"),
                 ndev,
@@ -186,8 +184,15 @@ impl Worker {
     }
 
     /// Queues a packet from the wire for the responder or completer, on the device's receive
-    /// thread `rx`; called in softirq context.
-    pub(crate) fn received(self: &Arc<Self>, rx: &kthread::Worker, skb: SkBuff) {
+    /// thread ([`Worker::receive`]); called in softirq context.
+    ///
+    /// The thread is woken as the network stack wakes a socket's reader: with the hint that
+    /// it may take this CPU, where the packet is now. The scheduler then wakes it here when
+    /// this CPU runs nothing else that waits, the CPU of the interrupt (or, for a peer on this
+    /// host, of the sender), which the packet's data is hot in; otherwise a thread woken from
+    /// a softirq stays on whichever CPU it last ran on, which on a VM costs an interrupt
+    /// between CPUs per wake-up.
+    pub(crate) fn received(&self, skb: SkBuff) {
         let full = {
             let mut rx = self.rx.lock();
             if rx.len() >= RX_BACKLOG {
@@ -205,7 +210,7 @@ impl Worker {
             // Freed outside the lock.
             drop(skb);
         }
-        let _ = rx.enqueue::<_, RECEIVED>(self.clone());
+        self.rx_ready.notify_sync();
     }
 
     /// Whether packets from the wire wait for the receive work.
@@ -317,21 +322,37 @@ impl WorkItem<POSTED> for Worker {
     }
 }
 
-impl kthread::WorkItem<RECEIVED> for Worker {
-    fn run(this: Arc<Worker>) {
-        let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&this.ndev) else {
-            let gone = core::mem::take(&mut *this.rx.lock());
-            drop(gone);
+impl Worker {
+    /// The device's receive thread: takes the packets from the wire to the responder and
+    /// completer, a batch at a time, until the device goes.
+    pub(crate) fn receive(&self, running: &Running) {
+        loop {
+            let packets = {
+                let mut rx = self.rx.lock();
+                while rx.is_empty() && !running.should_stop() {
+                    // Kernel threads take no signals; the stop wakes the wait.
+                    let _ = self.rx_ready.wait_interruptible(&mut rx);
+                }
+                // One backlog per batch; `received` queues what arrives meanwhile.
+                core::mem::take(&mut *rx)
+            };
+            if running.should_stop() {
+                return;
+            }
+            self.receive_batch(packets);
+        }
+    }
+
+    fn receive_batch(&self, packets: KVec<SkBuff>) {
+        let Some(dev) = Device::<SrdmaDevice>::get_by_netdev(&self.ndev) else {
             return;
         };
-        // One backlog per run; `received` queues the work again for what arrives meanwhile.
-        let packets = core::mem::take(&mut *this.rx.lock());
         for skb in packets.into_iter() {
             roce::receive(&dev, skb);
         }
-        let acks = core::mem::take(&mut *this.acks.lock());
+        let acks = core::mem::take(&mut *self.acks.lock());
         roce::responder::flush_acks(&dev, &acks);
-        let overflow = this.rx_overflow.swap(0, Ordering::Relaxed);
+        let overflow = self.rx_overflow.swap(0, Ordering::Relaxed);
         if overflow != 0 {
             roce::count_overflow(&dev, overflow);
         }

@@ -64,8 +64,7 @@ impl Receiver for Rx {
         let Some(dev) = skb.dev().and_then(Device::<SrdmaDevice>::get_by_netdev) else {
             return;
         };
-        let worker = dev.worker().clone();
-        worker.received(dev.rx_thread(), skb.into_skb());
+        dev.worker().received(skb.into_skb());
     }
 }
 
