@@ -125,7 +125,7 @@ impl Thread {
                 name.as_char_ptr(),
             )
         });
-        let task = match task {
+        let task = match task.and_then(|t| NonNull::new(t).ok_or(ENOMEM)) {
             Ok(task) => task,
             Err(e) => {
                 // SAFETY: No thread was made: the box is ours again.
@@ -136,12 +136,12 @@ impl Thread {
         // SAFETY: A new kernel thread that has not run `start` yet: alive, and ours to hold
         // and wake.
         unsafe {
-            bindings::get_task_struct(task);
-            bindings::wake_up_process(task);
+            bindings::get_task_struct(task.as_ptr());
+            bindings::wake_up_process(task.as_ptr());
         }
         // INVARIANT: The thread is started and we hold a reference; the box is the thread's.
         Ok(Self {
-            task: NonNull::new(task).ok_or(ENOMEM)?,
+            task,
             start,
             free: Self::free::<F>,
         })
