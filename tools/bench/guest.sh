@@ -91,9 +91,13 @@ wait_listen() {
 
 # clock_failed LOG: whether perftest could not time the run: it calibrates its cycle counter
 # against the system clock first and, when the two do not line up (a busy host under
-# emulation), prints "inf" (latency) or figures computed from a wrong clock (bandwidth).
+# emulation), prints "inf" (latency) or figures computed from a wrong clock (bandwidth); and
+# now and then a bandwidth run prints an average of 0.00 MB/s beside a count of messages that
+# says otherwise (report.py's bw_contradicted).
 clock_failed() {
-	grep -q 'Correlation coefficient r^2' "$1" || grep -Eq '^ *[0-9]+ +[0-9]+ +inf ' "$1"
+	grep -q 'Correlation coefficient r^2' "$1" || grep -Eq '^ *[0-9]+ +[0-9]+ +inf ' "$1" ||
+		awk -v secs=$((bw_secs - 2)) 'NF == 5 && $1 ~ /^[0-9]+$/ && $4 == "0.00" &&
+			secs > 0 && $1 * $2 / 1048576 / secs >= 0.005 { f = 1 } END { exit !f }' "$1"
 }
 
 # result SIZE LOG: perftest's result line for SIZE.
