@@ -92,9 +92,9 @@ unsafe fn set_normal_slice(task: *mut bindings::task_struct, nice: i32, slice_ns
 /// # Invariants
 ///
 /// `task` is a kernel thread made by `kthread_create_on_node` and started, of which this value
-/// holds a reference and which nothing else stops. `start` is the box that thread's
-/// [`Thread::start`] takes; until the thread has run that, the box is leaked and
-/// [`Thread::drop`] frees it with `free`.
+/// holds a reference and which nothing else stops. `start` is the box that thread's start
+/// function takes; until the thread has run that, the box is leaked and [`Thread::drop`] frees
+/// it with `free`.
 ///
 /// [`CondVar::wait_interruptible`]: crate::sync::CondVar::wait_interruptible
 pub struct Thread {
