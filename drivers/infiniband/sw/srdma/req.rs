@@ -168,7 +168,7 @@ pub(crate) fn process_sq(
         // The worker tries the head WQE again when its RNR timer runs out.
         return Ok(());
     }
-    let mut wr = q.wire_req.lock();
+    let mut wr = requester::lock(q);
     let mut failed = requester::on_timer(dev, q, &attr, ci, &mut wr, &now);
     if !failed && runner == Runner::Engine {
         // The rest of a long message goes before the WQEs behind it.

@@ -9,6 +9,9 @@
 //! message costs when the receive thread shares the sender's CPU. A burst is built first,
 //! allocating as it may, then handed over with softirqs held off, so that its receive
 //! processing runs once and wakes the receive thread once for all of it.
+//!
+//! A requester's burst spans the WQEs of a run of its send queue (a list of one-packet WRITEs
+//! is one burst), and goes before the lock that orders its PSNs does (`requester::Locked`).
 
 use super::Ready;
 use kernel::{bh, prelude::*, task::cond_resched};
@@ -50,6 +53,9 @@ impl Burst {
     /// returned, as if sending had stopped there. Then gives the CPU up if the scheduler asks:
     /// a message may be gigabytes of packets, and a retransmission sends them again.
     pub(crate) fn flush(&mut self) -> Result {
+        if self.len == 0 {
+            return Ok(());
+        }
         let mut sent = Ok(());
         {
             let _held = bh::disable();

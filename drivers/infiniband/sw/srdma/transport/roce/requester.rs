@@ -20,7 +20,7 @@
 //! then the oldest fails with `RETRY_EXC_ERR`. UC WQEs complete once their packets are out.
 
 use super::{
-    build_pages, build_with, responder::mtu_bytes, transmit_with, Arrived, Burst, Dropped, Ends,
+    build_pages, build_with, responder::mtu_bytes, Arrived, Burst, Dropped, Ends, Ready,
 };
 use crate::{
     clock::Now,
@@ -36,7 +36,10 @@ use crate::{
     wc::WcStatus,
     wqe::SendWqe,
 };
-use core::sync::atomic::Ordering;
+use core::{
+    ops::{Deref, DerefMut},
+    sync::atomic::Ordering,
+};
 use kernel::{
     prelude::*,
     rdma::{
@@ -44,7 +47,10 @@ use kernel::{
         roce::{AtomicEth, Bth, Headers, Opcode, Operation, Packet, Reth, Service},
         Device,
     },
-    sync::Arc,
+    sync::{
+        lock::{mutex::MutexBackend, Guard},
+        Arc,
+    },
     time::Ktime,
 };
 
@@ -296,10 +302,12 @@ pub(crate) struct WireReq {
     rnr_wait: bool,
     /// The last PSN the responder acknowledged, if one of those in flight.
     acked: Option<u32>,
+    /// Packets built and not handed over yet: empty while the lock is free ([`lock`]).
+    burst: Burst,
 }
 
 impl WireReq {
-    pub(crate) const fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             sent: 0,
             inflight: Queue::new(),
@@ -307,6 +315,7 @@ impl WireReq {
             retries: None,
             rnr_wait: false,
             acked: None,
+            burst: Burst::new(),
         }
     }
 
@@ -403,13 +412,54 @@ fn ends(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr) -> Option<Ends> 
     })
 }
 
+/// The requester's side of a QP, locked.
+///
+/// The packets its holder sends wait in the requester's burst and go out before the lock does,
+/// so that the next holder's come after them: PSN order on the wire is lock order. Whoever
+/// takes the lock otherwise sends nothing (a modify, a destroy), so the burst is empty then.
+pub(crate) struct Locked<'a> {
+    q: &'a QpShared,
+    wr: Guard<'a, WireReq, MutexBackend>,
+}
+
+/// Takes the lock of the requester's side of `q`.
+pub(crate) fn lock(q: &QpShared) -> Locked<'_> {
+    Locked {
+        q,
+        wr: q.wire_req.lock(),
+    }
+}
+
+impl Deref for Locked<'_> {
+    type Target = WireReq;
+
+    fn deref(&self) -> &WireReq {
+        &self.wr
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut WireReq {
+        &mut self.wr
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // One that does not leave the host is sent again on the timeout, like a lost packet.
+        if self.wr.burst.flush().is_err() {
+            self.q.counters.send.inc(Counter::TxErrors);
+        }
+    }
+}
+
 /// The local ACK timeout of `attr` in ns (4.096 µs × 2^timeout), `None` for no timer.
 fn timeout_ns(attr: &QpAttr) -> Option<i64> {
     (attr.timeout != 0).then(|| 4096i64 << attr.timeout.min(31))
 }
 
 /// Sends the packets of `f` that went out before or are to go now (its first `psns_sent`),
-/// from PSN `from` on.
+/// from PSN `from` on, by way of `burst`.
 fn send_packets(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
@@ -417,7 +467,7 @@ fn send_packets(
     f: &InFlight,
     from: u32,
     pmtu: usize,
-    solicited: bool,
+    burst: &mut Burst,
 ) -> Result {
     let Some(out) = &f.out else {
         return Ok(());
@@ -454,7 +504,7 @@ fn send_packets(
                 }),
                 ..Headers::default()
             };
-            return send(dev, q, ends, &headers, 0, |_| Ok(()));
+            return send(dev, q, ends, &headers, burst);
         }
         Outgoing::Atomic { at, op: a, .. } => {
             let (operation, swap_add, compare) = match *a {
@@ -476,7 +526,7 @@ fn send_packets(
                 }),
                 ..Headers::default()
             };
-            return send(dev, q, ends, &headers, 0, |_| Ok(()));
+            return send(dev, q, ends, &headers, burst);
         }
         Outgoing::AtomicWrite { at, value } => {
             let headers = Headers {
@@ -494,10 +544,13 @@ fn send_packets(
                 ..Headers::default()
             };
             let bytes = value.to_ne_bytes();
-            return send(dev, q, ends, &headers, bytes.len(), |out| {
-                out.copy_from_slice(&bytes);
+            q.counters.send.inc(Counter::SentPkts);
+            // The packet has room for exactly the 8 bytes.
+            let built = build_with(dev, ends, &headers, bytes.len(), |out| {
+                out.iter_mut().zip(bytes).for_each(|(o, b)| *o = b);
                 Ok(())
             });
+            return add(q, built, burst);
         }
     };
     let data = data.ok_or(EINVAL)?;
@@ -509,7 +562,7 @@ fn send_packets(
     } else {
         from.wrapping_sub(f.first_psn) & PSN_MASK
     };
-    let mut burst = Burst::new();
+    let solicited = f.wqe.solicited;
     for i in begin..f.psns_sent {
         let psn = f.first_psn.wrapping_add(i) & PSN_MASK;
         let at = i as usize * pmtu;
@@ -557,15 +610,16 @@ fn send_packets(
         } else {
             build_with(dev, ends, &headers, n, |buf| data.read(at, buf))
         };
-        let sent = match built {
-            Ok(p) => burst.push(p),
-            // The packets before it still go.
-            Err(e) => burst.flush().and(Err(e)),
-        };
-        sent.inspect_err(|_| q.counters.send.inc(Counter::TxErrors))?;
+        add(q, built, burst)?;
     }
-    burst
-        .flush()
+    Ok(())
+}
+
+/// Adds packet `built` of `q` to `burst`; one that could not be built stops the message there
+/// (the packets before it still go).
+fn add(q: &QpShared, built: Result<Ready>, burst: &mut Burst) -> Result {
+    built
+        .and_then(|p| burst.push(p))
         .inspect_err(|_| q.counters.send.inc(Counter::TxErrors))
 }
 
@@ -578,18 +632,16 @@ fn ack_req(mut bth: Bth) -> Bth {
     bth
 }
 
+/// Sends request packet `headers` of `q`, with no payload, by way of `burst`.
 fn send(
     dev: &Device<SrdmaDevice>,
     q: &QpShared,
     ends: &Ends,
     headers: &Headers,
-    len: usize,
-    fill: impl FnOnce(&mut [u8]) -> Result,
+    burst: &mut Burst,
 ) -> Result {
     q.counters.send.inc(Counter::SentPkts);
-    transmit_with(dev, ends, headers, len, fill).inspect_err(|_| {
-        q.counters.send.inc(Counter::TxErrors);
-    })
+    add(q, build_with(dev, ends, headers, 0, |_| Ok(())), burst)
 }
 
 /// Sends WQE `wqe` of connected QP `q` (attributes `attr`) asking `out` on the wire. An RC WQE
@@ -637,7 +689,7 @@ pub(crate) fn start(
         unmoved: 0,
         reasked: None,
     };
-    if send_packets(dev, q, &ends, &f, first_psn, pmtu, wqe.solicited).is_err() {
+    if send_packets(dev, q, &ends, &f, first_psn, pmtu, &mut wr.burst).is_err() {
         // Not even out of the host: sent again on the timeout like a lost packet.
     }
     if q.qp_type == QpType::Uc {
@@ -696,9 +748,8 @@ pub(crate) fn push(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &
     };
     let from = f.first_psn.wrapping_add(f.psns_sent) & PSN_MASK;
     f.psns_sent += room;
-    let solicited = f.wqe.solicited;
     // One that does not leave the host is sent again on the timeout, like a lost packet.
-    let _ = send_packets(dev, q, &ends, f, from, mtu_bytes(attr.path_mtu), solicited);
+    let _ = send_packets(dev, q, &ends, f, from, mtu_bytes(attr.path_mtu), &mut wr.burst);
 }
 
 /// Retires the oldest WQE in flight with `status`; on a failure the rest follow flushed.
@@ -817,7 +868,7 @@ fn complete_response(
         return Err(Dropped::NotOurs);
     }
     let now = Ktime::ktime_get().to_ns();
-    let mut wr = q.wire_req.lock();
+    let mut wr = lock(q);
     // A response is to a PSN the QP sent: one beyond that answers nothing (forged, or from a
     // peer gone wrong); one before what is in flight is a late duplicate.
     let psn = pkt.headers.bth.psn;
@@ -905,8 +956,7 @@ fn implied_nak(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut 
         f.reasked = Some(awaited);
         f.asked = f.asked.saturating_add(1);
         trace::srdma_retransmit(q.qpn, awaited, Resend::ImpliedNak as u32);
-        let solicited = f.wqe.solicited;
-        let _ = send_packets(dev, q, ends, f, awaited, pmtu, solicited);
+        let _ = send_packets(dev, q, ends, f, awaited, pmtu, &mut wr.burst);
         asked = true;
     }
     if asked {
@@ -1148,8 +1198,7 @@ fn resend(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &mut WireR
             _ if psn_before(f.last_psn(), from) => continue,
             _ => from,
         };
-        let solicited = f.wqe.solicited;
-        let _ = send_packets(dev, q, &ends, f, start, pmtu, solicited);
+        let _ = send_packets(dev, q, &ends, f, start, pmtu, &mut wr.burst);
     }
 }
 
