@@ -17,11 +17,10 @@
 //! does); an RNR NAK waits the responder's timer (`rnr_retry` times) and sends the WQE
 //! again; the other NAKs fail the WQE and the QP; with no answer within the QP's `timeout`
 //! everything in flight is sent again from the oldest (go-back-N), `retry_cnt` times, and
-//! then the oldest fails with `RETRY_EXC_ERR`. UC WQEs complete once their packets are out.
+//! then the oldest fails with `RETRY_EXC_ERR`. UC WQEs complete once their packets are built
+//! (with their payload: they leave with the run's burst).
 
-use super::{
-    build_pages, build_with, responder::mtu_bytes, Arrived, Burst, Dropped, Ends, Ready,
-};
+use super::{build_pages, build_with, responder::mtu_bytes, Arrived, Burst, Dropped, Ends, Ready};
 use crate::{
     clock::Now,
     comp::{self, Judged},
@@ -749,7 +748,8 @@ pub(crate) fn push(dev: &Device<SrdmaDevice>, q: &QpShared, attr: &QpAttr, wr: &
     let from = f.first_psn.wrapping_add(f.psns_sent) & PSN_MASK;
     f.psns_sent += room;
     // One that does not leave the host is sent again on the timeout, like a lost packet.
-    let _ = send_packets(dev, q, &ends, f, from, mtu_bytes(attr.path_mtu), &mut wr.burst);
+    let pmtu = mtu_bytes(attr.path_mtu);
+    let _ = send_packets(dev, q, &ends, f, from, pmtu, &mut wr.burst);
 }
 
 /// Retires the oldest WQE in flight with `status`; on a failure the rest follow flushed.
